@@ -1,0 +1,243 @@
+"""GRPO step time of the stage against a bare TRL GRPOTrainer, side by side (goal: ratio at most 1.05).
+
+    python benchmarks/grpo_step.py                                   # tiny random model, 4 steps, 2 repeats
+    python benchmarks/grpo_step.py --model /tmp/models/base --steps 3 --repeats 1
+
+Both paths train the same model on the same rows (rubricrl.train.data.grpo_rows over generated
+tasks), with the same reward functions and weights (rubricrl.train.reward_mix.TrainingReward over
+the shipped json_extraction rubric; its wrapper is needed for the general rows, which carry no
+rubric) and the same GRPOConfig (rubricrl.train.trainer_args.grpo_config, the function the stage
+builds its config with), on CPU, in one process, each in a fresh temp folder:
+
+  stage  rubricrl.train.grpo.train_grpo: rollback monitor, checkpoint marker + pruning, MLflow
+         metrics callback (no MLflow run is active unless --mlflow), as the stage runs it.
+  bare   trl.GRPOTrainer(...).train() with only TRL's default callbacks, report_to none.
+
+Repeats alternate the order (stage/bare, then bare/stage, ...) to cancel drift from other load.
+
+Timing: one callback (the same object type, first among the extra callbacks in both paths) stamps
+time.perf_counter() at on_step_begin, on_step_end, on_save and on_train_end. A step's time runs
+from its on_step_begin to the next step's on_step_begin (the last step: to on_train_end), so it
+includes logging, every callback's on_log / on_save and the checkpoint save. Model loading and
+the first (warm-up) step are left out. "compute" is on_step_begin -> on_step_end only (rollout,
+reward, loss, optimizer). Steps that wrote a checkpoint are reported apart ("save step"): the
+headline ratio is over steps without a save.
+
+save_steps: the stage's default (GRPOSettings().save_steps, 5) unless --save-steps is given. With
+--steps below it no checkpoint is written mid-run; transformers always saves one at max_steps
+(save_strategy="steps"), in both paths, and the stage then fsyncs it and writes its marker: that
+is the "save step". --save-steps 1 measures the per-checkpoint cost on every step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from transformers import TrainerCallback  # noqa: E402
+
+GOAL = 1.05
+ROOT = Path(__file__).resolve().parent.parent
+RUBRIC = ROOT / "rubrics" / "json_extraction.yaml"
+
+
+class StepTimer(TrainerCallback):
+    """Stamps each step's boundaries; the same class (and position) in both paths, so it costs the same."""
+
+    def __init__(self):
+        self.begin: dict[int, float] = {}  # step number (1-based) -> on_step_begin time
+        self.end: dict[int, float] = {}
+        self.saved: set[int] = set()
+        self.lengths: dict[int, float] = {}  # completions/mean_length per step: both paths must do the same work
+        self.train_end: float | None = None
+        self.restarts = 0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.begin:  # a rollback restarted training: keep only the last attempt
+            self.restarts += 1
+            self.begin, self.end, self.saved, self.lengths = {}, {}, set(), {}
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.begin[state.global_step + 1] = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.end[state.global_step] = time.perf_counter()
+
+    def on_save(self, args, state, control, **kwargs):
+        self.saved.add(state.global_step)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "completions/mean_length" in logs:
+            self.lengths[state.global_step] = float(logs["completions/mean_length"])
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.train_end = time.perf_counter()
+
+    def steps(self) -> list[dict]:
+        """Per step after the first: full seconds, compute seconds, whether it saved a checkpoint."""
+        out = []
+        for k in sorted(self.begin):
+            if k == 1 or k not in self.end:
+                continue
+            stop = self.begin.get(k + 1, self.train_end)
+            out.append({"step": k, "full": stop - self.begin[k], "compute": self.end[k] - self.begin[k],
+                        "save": k in self.saved, "length": self.lengths.get(k)})
+        return out
+
+
+def make_reward():
+    from rubricrl.rubric.reward import RubricReward
+    from rubricrl.rubric.scoring import RubricScorer
+    from rubricrl.rubric.spec import load_rubric
+
+    return RubricReward(RubricScorer(load_rubric(RUBRIC)))
+
+
+def run_stage(model_dir: Path, tasks, settings, out: Path, mlflow_uri: str | None) -> StepTimer:
+    import contextlib
+
+    from rubricrl.train.grpo import train_grpo
+
+    timer = StepTimer()
+    ctx = contextlib.nullcontext()
+    if mlflow_uri:
+        import mlflow
+
+        mlflow.set_tracking_uri(mlflow_uri)
+        mlflow.set_experiment("grpo_step_benchmark")
+        ctx = mlflow.start_run()
+    with ctx:
+        result = train_grpo(model_dir, tasks, out, settings, make_reward(), callbacks=[timer], resume=True)
+    if result["rollbacks"]:
+        print(f"  note: the stage rolled back {len(result['rollbacks'])} time(s); only the last attempt is timed",
+              file=sys.stderr)
+    return timer
+
+
+def run_bare(model_dir: Path, tasks, settings, out: Path) -> StepTimer:
+    """What train_grpo hands TRL, without our callbacks, resume logic or final publish."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
+
+    from rubricrl.train.data import grpo_rows
+    from rubricrl.train.reward_mix import TrainingReward
+    from rubricrl.train.trainer_args import grpo_config, peft_config
+
+    timer = StepTimer()
+    reward = make_reward()
+    reward.tasks.update({t.id: t for t in tasks})
+    mix = TrainingReward(reward)
+    rows, _ = grpo_rows(tasks, AutoTokenizer.from_pretrained(model_dir), settings.max_prompt_length,
+                        settings.general_share, settings.seed)
+    args = grpo_config(settings, out / "checkpoints", settings.beta, mix.weights)
+    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=mix.funcs, args=args,
+                          train_dataset=Dataset.from_list(rows), callbacks=[timer],
+                          peft_config=peft_config(settings.lora))
+    trainer.train()
+    del trainer
+    return timer
+
+
+def med(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or not b else f"{a / b:.3f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None,
+                    help="HF model folder (e.g. /tmp/models/base); default: a tiny random model in a temp folder")
+    ap.add_argument("--steps", type=int, default=4, help="optimizer steps per run (the first is warm-up)")
+    ap.add_argument("--repeats", type=int, default=2, help="stage/bare pairs; the order alternates")
+    ap.add_argument("--tasks", type=int, default=16, help="generated train tasks (generate_dataset(seed=0))")
+    ap.add_argument("--max-completion-length", type=int, default=64)
+    ap.add_argument("--save-steps", type=int, default=None, help="default: the stage's default save_steps")
+    ap.add_argument("--mlflow", action="store_true",
+                    help="run the stage inside an MLflow run (temp sqlite store), as the grpo stage does")
+    args = ap.parse_args()
+    if args.steps < 2:
+        ap.error("--steps must be at least 2 (the first step is warm-up)")
+
+    import torch
+
+    from rubricrl.data.generate import generate_dataset
+    from rubricrl.models import build_tiny_model
+    from rubricrl.train.settings import GRPOSettings
+
+    with tempfile.TemporaryDirectory(prefix="grpo_step_") as tmp:
+        tmp = Path(tmp)
+        if args.model:
+            model_dir, model_name = Path(args.model), args.model
+        else:
+            model_dir, model_name = build_tiny_model(tmp / "tiny_model"), "tiny random (build_tiny_model)"
+        tasks = generate_dataset(seed=0, n_train=args.tasks, n_test=4)["train"]
+        overrides = {"max_steps": args.steps, "max_completion_length": args.max_completion_length}
+        if args.save_steps is not None:
+            overrides["save_steps"] = args.save_steps
+        settings = GRPOSettings(**overrides)
+        mlflow_uri = f"sqlite:///{tmp / 'mlflow.db'}" if args.mlflow else None
+
+        print(f"model: {model_name}; {len(tasks)} tasks; {args.steps} steps x {args.repeats} repeat(s); "
+              f"{settings.num_generations} completions x {settings.max_completion_length} tokens per step; "
+              f"save_steps {settings.save_steps}; rollback {'on' if settings.rollback.enabled else 'off'}; "
+              f"mlflow {'on' if args.mlflow else 'off'}; torch threads {torch.get_num_threads()}", flush=True)
+
+        runs: dict[str, list[dict]] = {"stage": [], "bare": []}
+        for rep in range(args.repeats):
+            order = ["stage", "bare"] if rep % 2 == 0 else ["bare", "stage"]
+            for path in order:
+                out = Path(tempfile.mkdtemp(prefix=f"{path}_{rep}_", dir=tmp))
+                started = time.perf_counter()
+                if path == "stage":
+                    timer = run_stage(model_dir, tasks, settings, out, mlflow_uri)
+                else:
+                    timer = run_bare(model_dir, tasks, settings, out)
+                wall = time.perf_counter() - started
+                steps = timer.steps()
+                runs[path] += steps
+                per = " ".join(f"{s['step']}:{s['full']:.3f}{'*' if s['save'] else ''}" for s in steps)
+                lens = " ".join(f"{k}:{v:g}" for k, v in sorted(timer.lengths.items()))
+                print(f"repeat {rep + 1} {path:5s} wall {wall:7.1f}s  steps(s) {per}  mean lengths {lens}",
+                      flush=True)
+                gc.collect()
+
+    print()
+    print("(* = step wrote a checkpoint; step 1 is warm-up and left out)")
+    print(f"{'path':6s} {'n':>3s} {'step s (median)':>16s} {'compute s':>10s} {'save step s':>12s}")
+    summary = {}
+    for path in ("stage", "bare"):
+        steps = runs[path]
+        plain = [s["full"] for s in steps if not s["save"]]
+        saves = [s["full"] for s in steps if s["save"]]
+        summary[path] = (med(plain), med([s["compute"] for s in steps]), med(saves))
+        print(f"{path:6s} {len(plain):3d} {fmt(summary[path][0]):>16s} {fmt(summary[path][1]):>10s} "
+              f"{fmt(summary[path][2]):>12s}")
+    print(f"{'ratio':6s} {'':3s} {ratio(summary['stage'][0], summary['bare'][0]):>16s} "
+          f"{ratio(summary['stage'][1], summary['bare'][1]):>10s} {ratio(summary['stage'][2], summary['bare'][2]):>12s}")
+    s, b = summary["stage"][0], summary["bare"][0]
+    if s is None or not b:
+        print("no step without a checkpoint was measured: raise --steps or --save-steps")
+        return
+    r = s / b
+    print(f"stage/bare step time: {r:.3f} (goal <= {GOAL}): {'met' if r <= GOAL else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+"""The `rubricrl` command: everything a user does by hand."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rubricrl.cli_support import stage_main
+
+
+def cmd_data_validate(args) -> None:
+    from rubricrl.taskfile import load_tasks
+
+    for path in args.files:
+        tasks = load_tasks(path)
+        with_ref = sum(t.reference is not None for t in tasks)
+        print(f"{path}: OK, {len(tasks)} tasks ({with_ref} with a reference answer)")
+
+
+def cmd_data_generate(args) -> None:
+    from rubricrl.atomic import write_json, write_jsonl
+    from rubricrl.config import DataParams
+    from rubricrl.data.prepare import prepare_splits, split_stats
+
+    domains = args.heldout_domains.split(",") if args.heldout_domains else None
+    params = DataParams(seed=args.seed, n_train=args.n_train, n_test=args.n_test, heldout_domains=domains)
+    splits = prepare_splits(params)
+    out = Path(args.out_dir)
+    for name, tasks in splits.items():
+        write_jsonl(out / f"{name}.jsonl", (t.to_dict() for t in tasks))
+        print(f"wrote {out / f'{name}.jsonl'} ({len(tasks)} tasks)")
+    write_json(out / "stats.json", split_stats(splits))
+
+
+def cmd_score(args) -> None:
+    from rubricrl.atomic import write_jsonl
+    from rubricrl.config import load_params
+    from rubricrl.rubric.scoring import build_scorer
+    from rubricrl.taskfile import load_responses, load_tasks
+
+    scoring = _params(args.params).scoring
+    if args.judge:
+        scoring = scoring.model_copy(update={"judge": args.judge})
+        scoring = type(scoring).model_validate(scoring.model_dump())  # re-check: openai needs settings
+    tasks = {t.id: t for t in load_tasks(args.tasks)}
+    rows = load_responses(args.responses, set(tasks))
+    scorer = build_scorer(scoring, rubric_path=args.rubric)
+    results = scorer.score_batch([(tasks[r["id"]], r["response"]) for r in rows])
+    out_rows = [{**row, **res.to_dict()} for row, res in zip(rows, results)]
+    if args.out:
+        write_jsonl(args.out, out_rows)
+    else:
+        for row in out_rows:
+            print(json.dumps(row, ensure_ascii=False))
+    print(summary_table(results, scorer.rubric), file=sys.stderr)
+
+
+def summary_table(results, rubric) -> str:
+    n = len(results)
+    lines = [f"{'component':<20}{'mean':>8}{'max':>8}{'weight':>8}", "-" * 44]
+    for comp in results[0].components if results else []:
+        mean = sum(r.component(comp.id).score for r in results) / n
+        lines.append(f"{comp.id:<20}{mean:>8.3f}{comp.max:>8.2f}{comp.weight:>8.2f}")
+    lines.append("-" * 44)
+    mean_total = sum(r.total for r in results) / max(n, 1)
+    calls = sum(r.judge_calls for r in results)
+    lines.append(f"{'total':<20}{mean_total:>8.3f}{rubric.max_total:>8.2f}")
+    lines.append(f"{n} responses scored; judge calls per response: {calls / max(n, 1):.2f}")
+    return "\n".join(lines)
+
+
+def cmd_rubric_generate(args) -> None:
+    from rubricrl.atomic import write_text
+    from rubricrl.rubric.workflow import generate_draft
+    from rubricrl.taskfile import load_tasks
+
+    draft, problems = generate_draft(load_tasks(args.tasks), _params(args.params), llm=args.llm or None)
+    write_text(args.out, draft.to_yaml())
+    kinds = ", ".join(f"{c.id} ({c.source})" for c in draft.criteria + draft.penalties)
+    print(f"wrote {args.out}: {kinds}; {len(problems)} proposal(s) skipped")
+
+
+def cmd_rubric_calibrate(args) -> None:
+    from rubricrl.rubric.spec import load_rubric
+    from rubricrl.rubric.workflow import run_calibration, write_outputs
+    from rubricrl.taskfile import load_tasks
+
+    params = _params(args.params)
+    rubric = load_rubric(args.rubric)
+    cal = run_calibration(rubric, load_tasks(args.tasks), params, policy_responses=args.policy_responses)
+    metrics = write_outputs(Path(args.out_dir), rubric, cal, params, [])
+    print(json.dumps(metrics, indent=2))
+    print(f"report: {Path(args.out_dir) / 'report.md'}; calibrated rubric: {Path(args.out_dir) / 'rubric.yaml'}")
+
+
+def cmd_rubric_gate(args) -> None:
+    from rubricrl.rubric.report import check_gate
+
+    params = _params(args.params)
+    report = json.loads(Path(args.report).read_text(encoding="utf-8"))
+    check_gate(report, params.rubric.min_spearman, params.rubric.allow_gate_failures)
+    print(f"{args.report}: gate passed")
+
+
+def _params(path: str):
+    from rubricrl.config import Params, load_params
+
+    return load_params(path) if Path(path).exists() else Params()
+
+
+def cmd_config_validate(args) -> None:
+    from rubricrl.config import load_params
+
+    for path in args.files:
+        load_params(path)
+        print(f"{path}: OK")
+
+
+def _project_flows():
+    """The flows live in the project checkout (beside dvc.yaml), not in the installed package."""
+    from rubricrl.errors import ConfigError
+
+    root = Path.cwd()
+    if not (root / "dvc.yaml").exists() or not (root / "flows" / "pipeline.py").exists():
+        raise ConfigError(f"{root}: not a RubricRL project (no dvc.yaml and flows/pipeline.py); run from its root")
+    sys.path.insert(0, str(root))
+    import flows.pipeline
+
+    return flows.pipeline
+
+
+def cmd_pipeline_run(args) -> None:
+    order = _project_flows().run_pipeline(stages=args.stage or None, force=args.force)
+    print(f"pipeline finished: {', '.join(order)}")
+
+
+def cmd_pipeline_serve(args) -> None:
+    _project_flows().serve_pipeline(cron=args.cron)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rubricrl", description="Post-train LLMs with rubric rewards.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    data = sub.add_parser("data", help="task files: validate, generate").add_subparsers(dest="data_cmd", required=True)
+    v = data.add_parser("validate", help="check task files; report every problem as file:line: key")
+    v.add_argument("files", nargs="+")
+    v.set_defaults(fn=cmd_data_validate)
+    g = data.add_parser("generate", help="build the embedded default data set (train.jsonl, test.jsonl)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--n-train", type=int, default=800)
+    g.add_argument("--n-test", type=int, default=200)
+    g.add_argument("--heldout-domains", help="comma-separated domains kept out of training")
+    g.add_argument("--out-dir", default="data")
+    g.set_defaults(fn=cmd_data_generate)
+
+    s = sub.add_parser("score", help="score responses with a rubric")
+    s.add_argument("--tasks", required=True, help="task file (JSONL)")
+    s.add_argument("--responses", required=True, help="JSONL lines with id and response (other fields kept)")
+    s.add_argument("--rubric", help="rubric YAML (default: params.yaml scoring.rubric)")
+    s.add_argument("--out", help="output JSONL (default: stdout)")
+    s.add_argument("--judge", choices=["grounded", "openai"], help="override params.yaml scoring.judge")
+    s.add_argument("--params", default="params.yaml")
+    s.set_defaults(fn=cmd_score)
+
+    rb = sub.add_parser("rubric", help="draft, calibrate and gate rubrics").add_subparsers(dest="rubric_cmd", required=True)
+    rg = rb.add_parser("generate", help="draft a rubric from task data (schema, constraints, optional LLM proposals)")
+    rg.add_argument("--tasks", required=True)
+    rg.add_argument("--out", default="rubric.draft.yaml")
+    rg.add_argument("--llm", action="store_true", help="also ask scoring.openai_judge for semantic criteria")
+    rg.add_argument("--params", default="params.yaml")
+    rg.set_defaults(fn=cmd_rubric_generate)
+    rc = rb.add_parser("calibrate", help="measure a rubric on validation tasks; drop components that do not discriminate")
+    rc.add_argument("--rubric", required=True)
+    rc.add_argument("--tasks", required=True, help="validation tasks with reference answers")
+    rc.add_argument("--policy-responses", help="JSONL (id, response) of policy samples to add")
+    rc.add_argument("--out-dir", default="outputs/rubric")
+    rc.add_argument("--params", default="params.yaml")
+    rc.set_defaults(fn=cmd_rubric_calibrate)
+    rt = rb.add_parser("gate", help="exit non-zero, naming the failures, if a calibration report fails the gate")
+    rt.add_argument("--report", default="outputs/rubric/report.json")
+    rt.add_argument("--params", default="params.yaml")
+    rt.set_defaults(fn=cmd_rubric_gate)
+
+    c = sub.add_parser("config", help="params files").add_subparsers(dest="config_cmd", required=True)
+    cv = c.add_parser("validate", help="validate params files against the typed sections")
+    cv.add_argument("files", nargs="*", default=["params.yaml"])
+    cv.set_defaults(fn=cmd_config_validate)
+
+    pl = sub.add_parser("pipeline", help="run the stage graph as a Prefect flow").add_subparsers(dest="pipe_cmd", required=True)
+    r = pl.add_parser("run", help="run every stage of dvc.yaml in order (up-to-date stages are skipped)")
+    r.add_argument("--stage", action="append", help="run only this stage (repeatable)")
+    r.add_argument("--force", action="store_true", help="re-run stages even when up to date")
+    r.set_defaults(fn=cmd_pipeline_run)
+    sv = pl.add_parser("serve", help="serve the flow with a cron schedule (runs until stopped)")
+    sv.add_argument("--cron", default="0 3 * * *")
+    sv.set_defaults(fn=cmd_pipeline_serve)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    stage_main(lambda: args.fn(args))
+
+
+if __name__ == "__main__":
+    main()

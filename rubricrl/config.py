@@ -1,0 +1,144 @@
+"""params.yaml: one typed section per stage. Errors name the file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rubricrl.errors import ConfigError
+from rubricrl.rubric.spec import JudgeConfig
+from rubricrl.train.settings import GRPOSettings, SFTSettings
+
+DEFAULT_PARAMS = "params.yaml"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DataParams(Section):
+    source: Literal["generate", "file"] = "generate"
+    tasks_file: str | None = None  # source=file: a JSONL task file in the public task format
+    seed: int = 0
+    n_train: int = Field(800, ge=1)
+    n_test: int = Field(200, ge=1)
+    n_val: int = Field(50, ge=0)  # taken out of train: the rubric stage calibrates on these
+    heldout_domains: list[str] | None = None  # generated data: domains kept out of training
+    test_fraction: float = Field(0.2, gt=0, lt=1)  # source=file without meta.part: share held out
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.source == "file" and not self.tasks_file:
+            raise ValueError("tasks_file: required when source is 'file'")
+        return self
+
+
+class ScoringParams(Section):
+    rubric: str = "rubrics/json_extraction.yaml"
+    judge: Literal["grounded", "openai"] = "grounded"  # openai: every judge criterion uses openai_judge
+    openai_judge: JudgeConfig | None = None  # endpoint settings when judge is 'openai'
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.judge == "openai" and self.openai_judge is None:
+            raise ValueError("openai_judge: required when judge is 'openai'")
+        if self.openai_judge is not None and self.openai_judge.type != "openai":
+            raise ValueError("openai_judge.type: must be 'openai'")
+        return self
+
+    def judge_config(self) -> JudgeConfig | None:
+        """The judge that replaces every judge a rubric names; None keeps the rubric's own judges."""
+        return self.openai_judge if self.judge == "openai" else None
+
+
+class RubricParams(Section):
+    """The rubric stage: draft from the task data, then calibrate on validation tasks."""
+
+    llm_proposals: bool = False  # also ask scoring.openai_judge for semantic criteria (the seed's method)
+    n_answers: int = Field(20, ge=4)  # sampled good and bad answers shown to that model
+    n_calibration: int = Field(50, ge=5)  # validation tasks (gold + one corruption per failure mode each)
+    policy_responses: str | None = None  # optional JSONL (id, response) of policy samples to add
+    min_auc: float = Field(0.6, ge=0.5, le=1.0)  # a component must separate gold from its targets this well
+    keep_weak: bool = False  # keep non-discriminating components (with a warning) instead of dropping
+    min_spearman: float = Field(0.5, ge=-1, le=1)  # bar for Spearman(reward, gold F1); seed 2 says > 0.4
+    allow_gate_failures: bool = False  # explicit override: train despite failed probes (logged)
+    seed: int = 0
+
+
+class EvalParams(Section):
+    """eval_task: greedy generations on the test split from base, SFT and GRPO."""
+
+    max_per_part: int | None = Field(None, ge=1)  # CPU: the first N test tasks of each part (None: all)
+    batch_size: int = Field(8, ge=1)  # prompts generated together
+    max_new_tokens: int = Field(256, ge=8)  # per answer; gold answers are ~80 tokens (p90 ~115)
+    n_boot: int = Field(1000, ge=100)  # bootstrap resamples for the 95% confidence intervals
+    samples_table: int = Field(20, ge=0)  # sample outputs with per-criterion reasons, per model
+
+
+class PolicyParams(Section):
+    model: str = "smollm2-135m-instruct"  # 'smollm2-135m-instruct' = the embedded default
+
+
+class TrackingParams(Section):
+    uri: str = "sqlite:///mlruns/mlflow.db"
+    experiment: str = "rubricrl"
+    artifact_root: str = "mlruns/artifacts"
+    enabled: bool = True
+
+
+class Params(Section):
+    data: DataParams = DataParams()
+    scoring: ScoringParams = ScoringParams()
+    rubric: RubricParams = RubricParams()
+    sft: SFTSettings = SFTSettings()
+    grpo: GRPOSettings = GRPOSettings()
+    eval: EvalParams = EvalParams()
+    policy: PolicyParams = PolicyParams()
+    tracking: TrackingParams = TrackingParams()
+
+
+def _line_of(root: yaml.Node | None, loc: tuple) -> int | None:
+    """The 1-based line of a key path in the YAML source, for error messages."""
+    node, line = root, None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if k.value == str(part)), None)
+            if match is None:
+                break
+            line, node = match[0].start_mark.line + 1, match[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text) or {}
+        root = yaml.compose(text)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: params file not found") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: invalid YAML: {getattr(err, 'problem', err)}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: must be a mapping of sections")
+    try:
+        return Params.model_validate(data)
+    except ValidationError as err:
+        lines = []
+        for e in err.errors():
+            loc = tuple(p for p in e["loc"] if not str(p).startswith("function-"))
+            line = _line_of(root, loc)
+            where = f"{path}:{line}" if line else str(path)
+            msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+            lines.append(f"{where}: {'.'.join(map(str, loc)) or '(root)'}: {msg}")
+        raise ConfigError("\n".join(lines)) from None

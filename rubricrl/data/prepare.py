@@ -1,0 +1,77 @@
+"""The data stage's logic: generated or user tasks -> validated train/test splits and their stats."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from rubricrl.config import DataParams
+from rubricrl.errors import ConfigError
+from rubricrl.taskfile import Task, load_tasks
+
+PARTS = ("in_domain", "held_out_domain")
+
+
+def prepare_splits(params: DataParams) -> dict[str, list[Task]]:
+    """train / val / test; val is a seeded sample of the training pool, never trained on."""
+    try:
+        if params.source == "generate":
+            from rubricrl.data.generate import generate_dataset
+
+            splits = generate_dataset(seed=params.seed, n_train=params.n_train + params.n_val,
+                                      n_test=params.n_test, heldout_domains=params.heldout_domains)
+        else:
+            splits = split_user_tasks(load_tasks(params.tasks_file), params.test_fraction, params.seed)
+        return {**carve_validation(splits["train"], params.n_val, params.seed), "test": splits["test"]}
+    except ValueError as err:  # sizes or domain names the generator or split cannot honour
+        raise ConfigError(f"params: data: {err}") from None
+
+
+def carve_validation(pool: list[Task], n_val: int, seed: int) -> dict[str, list[Task]]:
+    if n_val >= len(pool):
+        raise ValueError(f"n_val={n_val} leaves no training tasks out of {len(pool)}")
+    picked = set(random.Random(f"val:{seed}").sample(range(len(pool)), n_val))
+    train = [t for i, t in enumerate(pool) if i not in picked]
+    val = [_with_part(t, "val") for i, t in enumerate(pool) if i in picked]
+    return {"train": train, "val": val}
+
+
+def split_user_tasks(tasks: list[Task], test_fraction: float, seed: int) -> dict[str, list[Task]]:
+    """Honour meta.part when the user set it; otherwise a seeded random split (test is in_domain)."""
+    if any("part" in t.meta for t in tasks):
+        train = [t for t in tasks if t.meta.get("part", "train") == "train"]
+        test = [t for t in tasks if t.meta.get("part", "train") != "train"]
+    else:
+        order = list(range(len(tasks)))
+        random.Random(seed).shuffle(order)
+        n_test = max(1, round(len(tasks) * test_fraction))
+        test_idx = set(order[:n_test])
+        train = [t for i, t in enumerate(tasks) if i not in test_idx]
+        test = [_with_part(t, "in_domain") for i, t in enumerate(tasks) if i in test_idx]
+    if not train or not test:
+        raise ValueError(f"the split left {len(train)} train and {len(test)} test tasks; both must be non-empty")
+    return {"train": train, "test": test}
+
+
+def _with_part(task: Task, part: str) -> Task:
+    return Task.from_dict({**task.to_dict(), "meta": {**task.meta, "part": part}})
+
+
+def split_stats(splits: dict[str, list[Task]]) -> dict:
+    """Counts a person checks first: sizes, parts, domains, languages, hard cases, gold nulls."""
+    stats: dict = {}
+    for name, tasks in splits.items():
+        n = len(tasks)
+        with_null = sum(1 for t in tasks if t.reference and any(v is None for v in t.reference.values()))
+        hard = sum(1 for t in tasks if t.meta.get("hard"))
+        stats[name] = {
+            "n": n,
+            "with_reference": sum(t.reference is not None for t in tasks),
+            "share_hard": round(hard / n, 4),
+            "share_gold_null": round(with_null / n, 4),
+            "distinct_schemas": len({tuple(sorted(t.properties)) for t in tasks}),
+            "parts": dict(sorted(Counter(t.meta.get("part", "unknown") for t in tasks).items())),
+            "domains": dict(sorted(Counter(t.meta.get("domain", "unknown") for t in tasks).items())),
+            "langs": dict(sorted(Counter(t.meta.get("lang", "unknown") for t in tasks).items())),
+        }
+    return stats

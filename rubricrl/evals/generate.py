@@ -1,0 +1,139 @@
+"""Greedy batched generation on CPU with transformers, over the one prompt template."""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from rubricrl.prompt import task_messages
+from rubricrl.taskfile import Task
+
+
+@dataclass
+class GenerationStats:
+    n: int
+    new_tokens: int  # generated tokens, each response counted up to and including its end token
+    truncated: int  # responses that stopped at max_new_tokens without an end token
+    seconds: float  # generation wall time (model loading excluded)
+    batch_size: int
+    max_new_tokens: int
+    threads: int
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.new_tokens / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "n": self.n, "new_tokens": self.new_tokens, "truncated": self.truncated,
+            "seconds": round(self.seconds, 3), "tokens_per_s": round(self.tokens_per_s, 2),
+            "batch_size": self.batch_size, "max_new_tokens": self.max_new_tokens, "threads": self.threads,
+        }
+
+
+def default_threads() -> int:
+    """The cores this process may use (affinity aware), at most 16: more rarely helps small models."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        n = os.cpu_count() or 1
+    return max(1, min(16, n))
+
+
+@contextmanager
+def _torch_threads(n: int):
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def load_for_generation(model_dir: str | Path):
+    """Model (float32, eval mode, CPU) and tokenizer set up for left-padded batches."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    model.eval()
+    return model, tokenizer
+
+
+def prompt_texts(tokenizer, tasks: Sequence[Task]) -> list[str]:
+    return [
+        tokenizer.apply_chat_template(task_messages(t), tokenize=False, add_generation_prompt=True)
+        for t in tasks
+    ]
+
+
+def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size: int = 8,
+                        max_new_tokens: int = 256, threads: int | None = None,
+                        model_and_tokenizer=None) -> tuple[list[str], GenerationStats]:
+    """Greedy responses for `tasks` (in input order) and timing stats.
+
+    Prompts are sorted by token length (longest first) so each batch pads little; only the new
+    tokens are decoded, special tokens skipped. `model_and_tokenizer` reuses an already loaded pair
+    (as returned by load_for_generation) instead of loading `model_dir`.
+    """
+    import torch
+    from transformers import GenerationConfig
+
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    threads = threads or default_threads()
+    tasks = list(tasks)
+    if not tasks:
+        return [], GenerationStats(0, 0, 0, 0.0, batch_size, max_new_tokens, threads)
+    with _torch_threads(threads):
+        model, tokenizer = model_and_tokenizer or load_for_generation(model_dir)
+        texts = prompt_texts(tokenizer, tasks)
+        # The chat template writes any BOS itself: do not add special tokens a second time.
+        ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        order = sorted(range(len(tasks)), key=lambda i: (-len(ids[i]), i))
+        eos = model.generation_config.eos_token_id
+        if eos is None:
+            eos = tokenizer.eos_token_id
+        eos_ids = set(eos if isinstance(eos, list) else [eos])
+        gen_config = GenerationConfig(
+            do_sample=False, num_beams=1, max_new_tokens=max_new_tokens,
+            eos_token_id=eos, pad_token_id=tokenizer.pad_token_id,
+        )
+        out: list[str | None] = [None] * len(tasks)
+        new_tokens = truncated = 0
+        start = time.perf_counter()
+        with torch.inference_mode():
+            for b in range(0, len(order), batch_size):
+                chunk = order[b:b + batch_size]
+                batch = tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, padding=True,
+                                      return_tensors="pt")
+                seqs = model.generate(**batch, generation_config=gen_config)
+                gen = seqs[:, batch["input_ids"].shape[1]:]
+                for row, i in zip(gen.tolist(), chunk):
+                    end = next((k for k, tok in enumerate(row) if tok in eos_ids), None)
+                    if end is None:
+                        truncated += 1
+                        new_tokens += len(row)
+                    else:
+                        new_tokens += end + 1
+                        row = row[:end + 1]
+                    out[i] = tokenizer.decode(row, skip_special_tokens=True)
+        seconds = time.perf_counter() - start
+    stats = GenerationStats(len(tasks), new_tokens, truncated, seconds, batch_size, max_new_tokens, threads)
+    return [o if o is not None else "" for o in out], stats
+
+
+def generate_responses(model_dir: str | Path, tasks: Sequence[Task], batch_size: int = 8,
+                       max_new_tokens: int = 256) -> list[str]:
+    """Greedy (do_sample=False) responses of the model at `model_dir`, one per task, in input order."""
+    return generate_with_stats(model_dir, tasks, batch_size=batch_size, max_new_tokens=max_new_tokens)[0]

@@ -1,0 +1,1 @@
+"""Rubric spec, rule criteria and the scoring engine."""

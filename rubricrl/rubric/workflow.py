@@ -1,0 +1,67 @@
+"""Draft -> calibrate -> write: what the rubric stage and the `rubricrl rubric` commands share."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rubricrl.atomic import write_json, write_text
+from rubricrl.config import Params
+from rubricrl.errors import ConfigError
+from rubricrl.rubric.calibrate import Calibration, calibrate, calibration_set
+from rubricrl.rubric.draft import add_proposals, derive_rubric, propose_criteria
+from rubricrl.rubric.report import gate_failures, markdown, plots
+from rubricrl.rubric.scoring import RubricScorer
+from rubricrl.rubric.spec import Rubric
+from rubricrl.taskfile import Task, load_responses
+
+OUTPUT_FILES = ("draft.yaml", "rubric.yaml", "report.json", "report.md", "separation.png", "reward_vs_f1.png")
+
+
+def generate_draft(tasks: list[Task], params: Params, llm: bool | None = None) -> tuple[Rubric, list[str]]:
+    """The schema-derived draft, plus LLM-proposed criteria when asked; problems of skipped proposals."""
+    draft = derive_rubric(tasks)
+    use_llm = params.rubric.llm_proposals if llm is None else llm
+    if not use_llm:
+        return draft, []
+    judge = params.scoring.openai_judge
+    if judge is None:
+        raise ConfigError("scoring.openai_judge: LLM proposals need a judge endpoint (set it, or rubric.llm_proposals: false)")
+    criteria, problems = propose_criteria(judge, tasks, params.rubric.n_answers, policy_model=params.policy.model)
+    for p in problems:
+        print(f"warning: rubric proposal {p}", file=sys.stderr)
+    return add_proposals(draft, criteria, judge), problems
+
+
+def run_calibration(rubric: Rubric, val: list[Task], params: Params,
+                    policy_responses: str | None = None) -> Calibration:
+    cfg = params.rubric
+    tasks = [t for t in val if t.reference is not None][: cfg.n_calibration]
+    if len(tasks) < 5:
+        raise ConfigError(f"rubric.n_calibration: only {len(tasks)} validation tasks with a reference; need at least 5")
+    policy = []
+    path = policy_responses or cfg.policy_responses
+    if path:
+        by_id = {t.id: t for t in tasks}
+        policy = [(by_id[r["id"]], r["response"]) for r in load_responses(path, set(by_id))]
+    scorer = RubricScorer(rubric, judge_override=params.scoring.judge_config(), policy_model=params.policy.model)
+    cal = calibrate(rubric, scorer, calibration_set(tasks, cfg.seed, policy), cfg.min_auc, cfg.keep_weak)
+    for cid in cal.report["weak_kept"]:
+        print(f"warning: kept weak component '{cid}': {cal.report['components'][cid]['verdict']}", file=sys.stderr)
+    return cal
+
+
+def write_outputs(out_dir: Path, draft: Rubric, cal: Calibration, params: Params, proposal_problems: list[str]) -> dict:
+    """Every output of the stage; returns the headline metrics."""
+    gate = gate_failures(cal.report, params.rubric.min_spearman)
+    report = {**cal.report, "gate_failures": gate, "proposal_problems": proposal_problems}
+    write_text(out_dir / "draft.yaml", draft.to_yaml())
+    write_text(out_dir / "rubric.yaml", cal.rubric.to_yaml())
+    write_json(out_dir / "report.json", report)
+    write_text(out_dir / "report.md", markdown(report, gate))
+    plots(cal.points, out_dir)
+    r = report["reward"]
+    return {"pairwise_accuracy": r["pairwise_accuracy"], "kendall_tau": r["kendall_tau"],
+            "spearman_f1": r["spearman_f1"], "reward_mean": r["scale"]["mean"], "reward_std": r["scale"]["std"],
+            "n_dropped": len(report["dropped"]), "probes_failed": sum(not p["pass"] for p in report["probes"].values()),
+            "judge_calls_per_response": report["judge_calls_per_response"], "gate_passed": int(not gate)}

@@ -1,0 +1,96 @@
+"""MLflow tracking: one run per pipeline run, a nested run per stage, lineage tags on each.
+
+The Prefect flow opens the pipeline run and passes its id to the stages through the environment
+(RUBRICRL_PARENT_RUN_ID), so a stage run by plain `dvc repro` becomes a top-level run instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from rubricrl.config import TrackingParams
+
+PARENT_ENV = "RUBRICRL_PARENT_RUN_ID"
+
+
+def setup(cfg: TrackingParams) -> str:
+    """Point MLflow at the project's store; create the experiment with its artifact root. Returns its id."""
+    import mlflow
+
+    if cfg.uri.startswith("sqlite:///"):
+        Path(cfg.uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(cfg.uri)
+    exp = mlflow.get_experiment_by_name(cfg.experiment)
+    if exp is not None:
+        return exp.experiment_id
+    root = Path(cfg.artifact_root).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    return mlflow.create_experiment(cfg.experiment, artifact_location=root.as_uri())
+
+
+def git_commit() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return sha + ("-dirty" if dirty else "")
+
+
+def file_md5(path: Path) -> str:
+    """The hash DVC 3 records for a file (md5 of its bytes)."""
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def data_hashes(paths: list[str | Path]) -> dict[str, str]:
+    """md5 per file (folders: per file inside), as lineage tags `dvc.md5.<path>`."""
+    out = {}
+    for p in map(Path, paths):
+        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+        for f in files:
+            if f.exists():
+                out[f"dvc.md5.{f.as_posix()}"] = file_md5(f)
+    return out
+
+
+@contextmanager
+def stage_run(cfg: TrackingParams, stage: str, params: dict, inputs: list = (), outputs_hint: str = "") -> Iterator:
+    """A run for one stage; yields the mlflow module (or None when tracking is off)."""
+    if not cfg.enabled:
+        yield None
+        return
+    import mlflow
+
+    exp_id = setup(cfg)
+    parent = os.environ.get(PARENT_ENV)
+    tags = {"rubricrl.stage": stage, "git.commit": git_commit(), **data_hashes(list(inputs))}
+    with mlflow.start_run(experiment_id=exp_id, run_name=stage, parent_run_id=parent, nested=bool(parent), tags=tags):
+        mlflow.log_params(_flatten(params))
+        yield mlflow
+
+
+def log_outputs(mlflow, outputs: list[str | Path]) -> None:
+    """Tag a stage run with the hashes of what it wrote (the same md5 DVC will record)."""
+    if mlflow is not None:
+        mlflow.set_tags(data_hashes(list(outputs)))
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = "null" if v is None else v
+    return out

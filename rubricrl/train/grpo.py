@@ -1,0 +1,204 @@
+"""GRPO on the rubric reward: crash-safe resume and KL-spike rollback around TRL's GRPOTrainer.
+
+Layout of `out_dir`: checkpoints/checkpoint-N (marked complete once fully written), model/ (the final
+HF folder, published atomically), grpo_state.json (beta and rollbacks, so a crash after a rollback
+resumes with the raised beta) and train_result.json (the returned dict).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from transformers import TrainerCallback
+
+from rubricrl.atomic import write_json
+from rubricrl.rubric.reward import RubricReward
+from rubricrl.taskfile import Task
+from rubricrl.train.checkpoints import (
+    Checkpoint, CheckpointCallback, latest_complete, newest_at_or_before, publish_checkpoint_model, publish_dir,
+    remove_after, remove_incomplete, temp_dir_for,
+)
+from rubricrl.train.data import grpo_rows
+from rubricrl.train.general import GENERAL_PREFIX
+from rubricrl.train.mlflow_log import MLflowMetricsCallback
+from rubricrl.train.reward_mix import TrainingReward
+from rubricrl.train.rollback import Rollback, RollbackMonitor, SpikeDetector, TrainingError, last_good_step
+from rubricrl.train.settings import GRPOSettings
+from rubricrl.train.trainer_args import grpo_config, peft_config
+
+STATE_FILE = "grpo_state.json"
+RESULT_FILE = "train_result.json"
+
+
+@dataclass
+class _Run:
+    """What one train_grpo call works with; shared by its helpers."""
+
+    model_dir: Path
+    out: Path
+    settings: GRPOSettings
+    args: object  # the GRPOConfig
+    dataset: object
+    mix: TrainingReward
+    callbacks: list
+
+    @property
+    def run_dir(self) -> Path:
+        return self.out / "checkpoints"
+
+    @property
+    def main(self) -> bool:
+        return self.args.process_index == 0
+
+    def barrier(self) -> None:
+        self.args.distributed_state.wait_for_everyone()
+
+
+def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Path, settings: GRPOSettings,
+               reward: RubricReward, callbacks: Sequence[TrainerCallback] = (), resume: bool = True) -> dict:
+    """Train `model_dir` with GRPO on `train_tasks`; returns (and writes to out_dir) a result dict.
+
+    resume=True continues from the newest complete checkpoint in out_dir (after a crash or a kill);
+    resume=False deletes earlier checkpoints first. `callbacks` run before the rollback monitor, so
+    they see (and may change) each step's logs first. Tasks missing from `reward.tasks` are added.
+    """
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    started = time.time()
+    reward.tasks.update({t.id: t for t in train_tasks if t.id not in reward.tasks})
+    mix = TrainingReward(reward)
+    rows, skipped = grpo_rows(train_tasks, AutoTokenizer.from_pretrained(model_dir), settings.max_prompt_length,
+                              settings.general_share, settings.seed)
+    if not any(not r["task_id"].startswith(GENERAL_PREFIX) for r in rows):
+        raise TrainingError(f"grpo: no task prompt fits max_prompt_length ({settings.max_prompt_length} tokens)")
+    out = Path(out_dir)
+    saved = _load_state(out) if resume else None
+    beta = saved["beta"] if saved else settings.beta
+    rollbacks = [Rollback(**r) for r in saved["rollbacks"]] if saved else []
+    run = _Run(Path(model_dir), out, settings, grpo_config(settings, out / "checkpoints", beta, mix.weights),
+               Dataset.from_list(rows), mix, list(callbacks))
+    if run.main:
+        if resume:
+            remove_incomplete(run.run_dir)
+        else:
+            shutil.rmtree(run.run_dir, ignore_errors=True)
+            (out / STATE_FILE).unlink(missing_ok=True)
+    run.barrier()
+
+    start = latest_complete(run.run_dir) if resume else None
+    if start and start.step >= settings.max_steps:
+        # Already trained. transformers would run one extra step when resumed from the final checkpoint.
+        if run.main:
+            publish_checkpoint_model(start.path, out / "model", run.model_dir)
+        run.barrier()
+        global_step, log_history = start.step, _log_history(start)
+    else:
+        trainer, beta = _train_with_rollbacks(run, start, beta, rollbacks)
+        _save_final(trainer, out / "model", run)
+        global_step, log_history = trainer.state.global_step, trainer.state.log_history
+    result = {
+        "model_dir": str(out / "model"),
+        "checkpoints_dir": str(run.run_dir),
+        "global_step": global_step,
+        "resumed_from_step": start.step if start else None,
+        "beta": beta,
+        "rollbacks": [r.to_dict() for r in rollbacks],
+        "skipped_task_ids": skipped,
+        "world_size": run.args.world_size,
+        "train_seconds": round(time.time() - started, 1),
+        "log_history": log_history,
+    }
+    if run.main:
+        write_json(out / RESULT_FILE, result)
+    return result
+
+
+def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, rollbacks: list[Rollback]):
+    """Train to max_steps; on a spike restore the last good checkpoint with a raised beta. Returns (trainer, beta)."""
+    from trl import GRPOTrainer
+
+    s = run.settings
+    detector = SpikeDetector(s.rollback)
+    if start:
+        detector.seed(_log_history(start))
+    monitor = RollbackMonitor(detector, s.rollback.enabled)
+    keeper = CheckpointCallback(s.save_total_limit, lambda: _protected_step(run.run_dir, detector))
+    metrics = MLflowMetricsCallback(run.mix, s.table_every, s.table_rows)
+    while True:
+        run.args.beta = metrics.beta = beta  # GRPOTrainer reads args.beta when it is built
+        trainer = GRPOTrainer(model=str(run.model_dir), reward_funcs=run.mix.funcs, args=run.args,
+                              train_dataset=run.dataset, callbacks=[*run.callbacks, monitor, keeper, metrics],
+                              peft_config=peft_config(s.lora))
+        trainer.train(resume_from_checkpoint=str(start.path) if start else None)
+        spike = monitor.spike
+        if spike is None:
+            return trainer, beta
+        if len(rollbacks) >= s.rollback.max_rollbacks:
+            raise TrainingError(
+                f"grpo: step {spike.step}: {spike.reason} (KL {spike.kl}, beta {beta:g}); giving up after "
+                f"{len(rollbacks)} rollback(s) (rollback.max_rollbacks). Lower learning_rate or raise beta."
+            )
+        start = newest_at_or_before(run.run_dir, last_good_step(spike.step))
+        new_beta = min(beta * s.rollback.beta_factor, s.rollback.beta_max)
+        rollback = Rollback(spike.step, spike.kl, spike.reward, spike.reason, beta, new_beta,
+                            str(start.path) if start else None, start.step if start else 0)
+        rollbacks.append(rollback)
+        run.barrier()  # every rank has chosen `start` before anything is deleted
+        if run.main:
+            remove_after(run.run_dir, rollback.restored_step)
+            write_json(run.out / STATE_FILE, {"beta": new_beta, "rollbacks": [r.to_dict() for r in rollbacks]})
+            _log_rollback(rollback, rollbacks)
+        run.barrier()
+        detector.forget_after(rollback.restored_step)
+        beta = new_beta
+        del trainer
+        gc.collect()
+
+
+def _protected_step(run_dir: Path, detector: SpikeDetector) -> int | None:
+    """The checkpoint a rollback would restore if the next step were bad: pruning must keep it."""
+    c = newest_at_or_before(run_dir, last_good_step(detector.last_ok_step + 1))
+    return c.step if c else None
+
+
+def _load_state(out: Path) -> dict | None:
+    path = out / STATE_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _log_history(ckpt: Checkpoint) -> list[dict]:
+    return json.loads((ckpt.path / "trainer_state.json").read_text(encoding="utf-8"))["log_history"]
+
+
+def _save_final(trainer, final: Path, run: _Run) -> None:
+    tmp = temp_dir_for(final) if run.main else final.with_name(f".{final.name}.tmp")
+    run.barrier()
+    if run.settings.lora is not None:
+        if run.main:  # a plain HF folder, loadable without peft
+            trainer.model.merge_and_unload().save_pretrained(tmp)
+            trainer.processing_class.save_pretrained(tmp)
+    else:
+        trainer.save_model(str(tmp))  # on every rank: ZeRO-3 gathers the shards; only the main process writes
+    if run.main:
+        publish_dir(tmp, final)
+    run.barrier()
+
+
+def _log_rollback(rollback: Rollback, rollbacks: list[Rollback]) -> None:
+    import mlflow
+
+    if mlflow.active_run() is None:
+        return
+    mlflow.log_dict({"rollbacks": [r.to_dict() for r in rollbacks]}, "rollbacks.json")
+    mlflow.set_tag("rubricrl.rollbacks", str(len(rollbacks)))
+    if rollback.kl is not None:
+        mlflow.log_metric("rollback/kl", rollback.kl, step=rollback.step)
+    mlflow.log_metric("rollback/restored_step", rollback.restored_step, step=rollback.step)
+    mlflow.log_metric("beta", rollback.new_beta, step=rollback.restored_step)

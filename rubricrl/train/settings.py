@@ -1,0 +1,115 @@
+"""Typed settings for the `sft` and `grpo` params sections.
+
+The defaults are sized for a 2-core CPU box: 20 GRPO steps of 4 completions on a ~100M model take
+minutes (SmolLM2-135M: ~12 s a step at 64 completion tokens). The seed's production run
+(Qwen2.5-7B on 8 GPUs) is `GRPOSettings.seed_production()`, i.e. in params.yaml:
+
+    grpo:
+      device: auto            # accelerate launch --multi_gpu --num_processes 8 -m rubricrl.train.grpo_launch ...
+      precision: bf16
+      gradient_checkpointing: true
+      learning_rate: 1.0e-6   # 5e-6 broke generation after ~100 steps
+      beta: 0.02              # 0.01 let the policy collapse into chatter; 0.05 made it wordy
+      num_generations: 8      # 4 too noisy, 16 doubled the time for no gain
+      temperature: 0.7
+      max_prompt_length: 1024
+      max_completion_length: 1024
+      max_steps: 500
+      save_steps: 50
+      per_device_batch_size: 4
+      grad_accum: 4
+      use_vllm: true          # rollouts with vLLM (colocated on the training GPUs)
+      deepspeed: zero3        # the built-in ZeRO-3 config (rubricrl.train.trainer_args.ZERO3), or a JSON path
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LoRASettings(Strict):
+    r: int = Field(8, ge=1)  # adapter rank
+    alpha: int = Field(16, ge=1)  # scaling numerator (scale = alpha / r)
+    dropout: float = Field(0.0, ge=0, lt=1)  # 0 keeps policy and reference log-probs comparable
+    target_modules: list[str] | Literal["all-linear"] = "all-linear"  # which linear layers get adapters
+
+
+class CommonSettings(Strict):
+    """Shared by SFT and GRPO: where and how the weights are trained."""
+
+    device: Literal["cpu", "auto"] = "cpu"  # cpu forces CPU even where a GPU exists; auto: what accelerate picks
+    precision: Literal["fp32", "bf16"] = "fp32"  # bf16 = mixed precision (GPU; slow or unsupported on most CPUs)
+    gradient_checkpointing: bool = False  # trades ~20% speed for memory; only worth it for big models
+    deepspeed: str | None = None  # "zero3" = the built-in ZeRO-3 config, or a path to a DeepSpeed JSON config
+    lora: LoRASettings | None = None  # train LoRA adapters (merged into the saved model) instead of all weights
+
+
+class SFTSettings(CommonSettings):
+    learning_rate: float = Field(2e-5, gt=0)  # AdamW peak learning rate
+    epochs: float = Field(1.0, gt=0)  # passes over the train tasks (ignored when max_steps > 0)
+    max_steps: int = -1  # > 0: stop after this many optimizer steps instead of `epochs`
+    per_device_batch_size: int = Field(4, ge=1)  # examples per device per micro-step
+    grad_accum: int = Field(1, ge=1)  # micro-steps per optimizer step
+    max_length: int = Field(2048, ge=16)  # prompt + answer tokens; longer examples are skipped, never truncated
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)  # share of steps with a linear warm-up
+    seed: int = 0  # data order and initialisation
+    max_tasks: int | None = Field(None, ge=1)  # stage: train on the first N train tasks (None: all)
+
+
+class RollbackSettings(Strict):
+    enabled: bool = True  # watch KL and reward each step; roll back on a spike or a collapse
+    kl_max: float = Field(1.0, gt=0)  # a step KL above this is a spike (the seed saw ~0.02 -> 0.08 over 200 steps)
+    kl_ratio: float = Field(5.0, gt=1)  # ... or above kl_ratio x the median of the last kl_window KL values
+    kl_window: int = Field(10, ge=2)  # KL values the median needs before the ratio test applies
+    kl_median_floor: float = Field(1e-3, ge=0)  # medians below this count as this: early KL is ~0
+    reward_drop: float | None = Field(0.5, gt=0)  # collapse: reward < median - reward_drop x |median|; null = off
+    reward_window: int = Field(10, ge=2)  # reward values the median needs before the collapse test applies
+    beta_factor: float = Field(2.0, gt=1)  # beta is multiplied by this on each rollback ...
+    beta_max: float = Field(0.2, gt=0)  # ... up to this cap
+    max_rollbacks: int = Field(3, ge=0)  # one more spike after this many rollbacks is a TrainingError
+
+
+class GRPOSettings(CommonSettings):
+    learning_rate: float = Field(1e-6, gt=0)  # the seed's value; 5e-6 broke generation
+    beta: float = Field(0.02, gt=0)  # KL coefficient; > 0 always (0 drops the reference model and the KL log)
+    num_generations: int = Field(4, ge=2)  # completions per prompt; divides per-device batch x processes x grad_accum
+    temperature: float = Field(0.7, gt=0)  # sampling temperature of the rollouts
+    top_p: float = Field(1.0, gt=0, le=1)  # nucleus sampling of the rollouts
+    max_prompt_length: int = Field(1024, ge=16)  # prompts longer than this (tokens) are left out of training
+    max_completion_length: int = Field(128, ge=1)  # tokens generated per completion
+    max_steps: int = Field(20, ge=1)  # optimizer steps
+    save_steps: int = Field(5, ge=1)  # a checkpoint every this many steps (and at the end)
+    save_total_limit: int | None = Field(3, ge=1)  # newest checkpoints kept; the last good one is always kept too
+    per_device_batch_size: int = Field(4, ge=1)  # completions per device per micro-step
+    grad_accum: int = Field(1, ge=1)  # micro-steps per optimizer step (one generation round per step)
+    seed: int = 0  # sampling, data order and initialisation
+    general_share: float = Field(0.1, ge=0, lt=1)  # share of general instructions mixed in (fixed medium reward)
+    use_vllm: bool = False  # generate rollouts with vLLM (GPU, needs the vllm package)
+    vllm_mode: Literal["colocate", "server"] = "colocate"  # colocate: vLLM shares the training GPUs
+    table_every: int = Field(10, ge=0)  # log sampled completions with their scores to MLflow every N steps; 0 = never
+    table_rows: int = Field(8, ge=1)  # completions per logged table
+    rollback: RollbackSettings = RollbackSettings()
+    start_from: Literal["sft", "base"] = "sft"  # stage: the SFT model (GRPO from base never wrote JSON here)
+    max_tasks: int | None = Field(None, ge=1)  # stage: prompts drawn from the first N train tasks (None: all)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.rollback.beta_max < self.beta:
+            raise ValueError(f"rollback.beta_max ({self.rollback.beta_max}) must be at least beta ({self.beta})")
+        return self
+
+    @classmethod
+    def seed_production(cls) -> "GRPOSettings":
+        """The seed's GPU settings (see the module docstring)."""
+        return cls(
+            device="auto", precision="bf16", gradient_checkpointing=True, learning_rate=1e-6, beta=0.02,
+            num_generations=8, temperature=0.7, max_prompt_length=1024, max_completion_length=1024,
+            max_steps=500, save_steps=50, per_device_batch_size=4, grad_accum=4, use_vllm=True,
+            deepspeed="zero3",
+        )

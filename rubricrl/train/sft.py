@@ -1,0 +1,52 @@
+"""SFT baseline: TRL's SFTTrainer on (task prompt, gold JSON answer) pairs, loss on the answer only."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from rubricrl.taskfile import Task
+from rubricrl.train.checkpoints import publish_dir, temp_dir_for
+from rubricrl.train.data import sft_rows
+from rubricrl.train.mlflow_log import MLflowMetricsCallback
+from rubricrl.train.rollback import TrainingError
+from rubricrl.train.settings import SFTSettings
+from rubricrl.train.trainer_args import peft_config, sft_config
+
+
+def train_sft(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Path, settings: SFTSettings) -> Path:
+    """Fine-tune `model_dir` on the tasks' reference answers; `out_dir` becomes a normal HF model folder.
+
+    The folder appears only when training has finished (written beside it, then renamed), so a
+    crash never leaves a half-written model. Per-step loss goes to the active MLflow run, if any.
+    """
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTTrainer
+
+    out, model_dir = Path(out_dir), Path(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    rows, _ = sft_rows(train_tasks, tokenizer, settings.max_length)
+    if not rows:
+        raise TrainingError(f"sft: none of the {len(train_tasks)} tasks has a reference answer that fits "
+                            f"max_length ({settings.max_length} tokens)")
+    work = out.with_name(f".{out.name}.work")  # trainer scratch (logs, runs); removed afterwards
+    args = sft_config(settings, work)
+    trainer = SFTTrainer(model=str(model_dir), args=args, train_dataset=Dataset.from_list(rows),
+                         processing_class=tokenizer, peft_config=peft_config(settings.lora),
+                         callbacks=[MLflowMetricsCallback()])
+    trainer.train()
+    main = args.process_index == 0
+    tmp = temp_dir_for(out) if main else out.with_name(f".{out.name}.tmp")
+    args.distributed_state.wait_for_everyone()
+    if settings.lora is not None:
+        if main:  # a plain HF folder, loadable without peft
+            trainer.model.merge_and_unload().save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+    else:
+        trainer.save_model(str(tmp))  # on every rank (ZeRO-3 gathers); only the main process writes
+    if main:
+        publish_dir(tmp, out)
+        shutil.rmtree(work, ignore_errors=True)
+    args.distributed_state.wait_for_everyone()
+    return out

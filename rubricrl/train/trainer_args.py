@@ -1,0 +1,105 @@
+"""Settings -> TRL configs. Everything TRL 1.16 defaults differently from what we want is set here."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from rubricrl.errors import ConfigError
+from rubricrl.train.settings import CommonSettings, GRPOSettings, LoRASettings, SFTSettings
+
+# ZeRO-3 for the seed's 8-GPU run; "auto" values are filled in from the trainer arguments.
+ZERO3 = {
+    "zero_optimization": {
+        "stage": 3,
+        "overlap_comm": True,
+        "contiguous_gradients": True,
+        "reduce_bucket_size": "auto",
+        "stage3_prefetch_bucket_size": "auto",
+        "stage3_param_persistence_threshold": "auto",
+        "stage3_gather_16bit_weights_on_model_save": True,  # save a normal HF folder, not shards
+    },
+    "bf16": {"enabled": "auto"},
+    "gradient_clipping": "auto",
+    "train_batch_size": "auto",
+    "train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": "auto",
+}
+
+
+def common_kwargs(s: CommonSettings) -> dict:
+    return {
+        "use_cpu": s.device == "cpu",
+        # TRL's base config turns bf16 on whenever fp16 is off (trl/trainer/base_config.py, __post_init__).
+        "bf16": s.precision == "bf16",
+        # TRL defaults gradient_checkpointing to True (trl/trainer/base_config.py:62), which transformers 5
+        # renamed activation_checkpointing; setting the new name also sets the old one TRL reads.
+        "activation_checkpointing": s.gradient_checkpointing,
+        "deepspeed": copy.deepcopy(ZERO3) if s.deepspeed == "zero3" else s.deepspeed,  # HF fills in "auto"
+        "report_to": "none",  # metrics go to MLflow through our own callback (rubricrl.train.mlflow_log)
+        "dataloader_num_workers": 0,
+        "ddp_find_unused_parameters": False,  # every parameter (or LoRA adapter) gets a gradient
+    }
+
+
+def peft_config(lora: LoRASettings | None):
+    if lora is None:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                      target_modules=lora.target_modules, task_type="CAUSAL_LM")
+
+
+def grpo_config(s: GRPOSettings, output_dir: Path, beta: float, reward_weights: list[float]):
+    from trl import GRPOConfig
+
+    extra = {}
+    if s.use_vllm:
+        extra = {"vllm_mode": s.vllm_mode, "vllm_max_model_length": s.max_prompt_length + s.max_completion_length}
+    try:
+        return GRPOConfig(
+            output_dir=str(output_dir),
+            learning_rate=s.learning_rate,
+            beta=beta,  # TRL's default is 0.0, which drops the reference model and the `kl` log
+            num_generations=s.num_generations,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            max_completion_length=s.max_completion_length,
+            max_steps=s.max_steps,
+            per_device_train_batch_size=s.per_device_batch_size,
+            gradient_accumulation_steps=s.grad_accum,
+            reward_weights=reward_weights,
+            logging_steps=1,  # the rollback monitor judges every step
+            save_strategy="steps",
+            save_steps=s.save_steps,
+            save_total_limit=None,  # we prune ourselves so the last good checkpoint is never deleted
+            seed=s.seed,
+            disable_dropout=True,  # policy and reference log-probs must be comparable
+            use_vllm=s.use_vllm,
+            **extra,
+            **common_kwargs(s),
+        )
+    except ValueError as err:  # TRL checks batch/group divisibility against the real process count
+        raise ConfigError(f"grpo: {err}") from None
+
+
+def sft_config(s: SFTSettings, output_dir: Path):
+    from trl import SFTConfig
+
+    return SFTConfig(
+        output_dir=str(output_dir),
+        learning_rate=s.learning_rate,
+        num_train_epochs=s.epochs,
+        max_steps=s.max_steps,
+        per_device_train_batch_size=s.per_device_batch_size,
+        gradient_accumulation_steps=s.grad_accum,
+        warmup_steps=s.warmup_ratio,  # transformers 5 reads a value below 1 as a share of the steps
+        max_length=s.max_length,
+        completion_only_loss=True,  # loss on the answer only, never on the prompt
+        packing=False,
+        logging_steps=1,
+        save_strategy="no",  # short runs: the finished model is published atomically instead
+        seed=s.seed,
+        **common_kwargs(s),
+    )

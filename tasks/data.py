@@ -1,0 +1,30 @@
+"""DVC stage `data`: build the train/test task files (generated, or the user's JSONL) and their stats."""
+
+from rubricrl import tracking
+from rubricrl.atomic import write_json, write_jsonl
+from rubricrl.cli_support import stage_main
+from rubricrl.config import load_params
+from rubricrl.data.prepare import prepare_splits, split_stats
+
+OUT = {"train": "data/train.jsonl", "val": "data/val.jsonl", "test": "data/test.jsonl"}
+METRICS = "metrics/data.json"
+
+
+def main() -> None:
+    params = load_params()
+    cfg = params.data
+    inputs = [cfg.tasks_file] if cfg.source == "file" else []
+    with tracking.stage_run(params.tracking, "data", {"data": cfg.model_dump()}, inputs=inputs) as mlflow:
+        splits = prepare_splits(cfg)  # validates everything before anything is written
+        for name, path in OUT.items():
+            write_jsonl(path, (t.to_dict() for t in splits[name]))
+        stats = split_stats(splits)
+        write_json(METRICS, stats)
+        if mlflow:
+            mlflow.log_metrics({f"{s}.{k}": v for s, d in stats.items() for k, v in d.items() if not isinstance(v, dict)})
+            mlflow.log_dict(stats, "data_stats.json")
+            tracking.log_outputs(mlflow, list(OUT.values()))
+
+
+if __name__ == "__main__":
+    stage_main(main)

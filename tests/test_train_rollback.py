@@ -1,0 +1,103 @@
+"""KL-spike rollback: the real monitor and driver, with a spike injected into the logged KL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import TrainerCallback
+
+from rubricrl.models import build_tiny_model
+from rubricrl.train.checkpoints import MARKER, list_checkpoints, prune
+from rubricrl.train.grpo import STATE_FILE, train_grpo
+from rubricrl.train.rollback import SpikeDetector, TrainingError, last_good_step
+from rubricrl.train.settings import RollbackSettings
+from tests.train_helpers import FakeKL, rubric_reward, tiny_settings, tiny_tasks
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+class RestoreProbe(TrainerCallback):
+    """At every resumed start, compares the live weights and optimizer with the checkpoint's files."""
+
+    def __init__(self, initial: Path):
+        self.initial = load_file(initial / "model.safetensors")
+        self.resumes = []
+
+    def on_train_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
+        if state.global_step == 0:
+            return
+        ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        saved = load_file(ckpt / "model.safetensors")
+        live = model.state_dict()
+        weights_equal = all(torch.equal(live[k], v) for k, v in saved.items())
+        assert not all(torch.equal(self.initial[k], v) for k, v in saved.items())  # training moved the weights
+        saved_opt = torch.load(ckpt / "optimizer.pt", weights_only=False)["state"]
+        live_opt = optimizer.state_dict()["state"]
+        optimizer_equal = saved_opt.keys() == live_opt.keys() and all(
+            torch.equal(saved_opt[i]["exp_avg"], live_opt[i]["exp_avg"]) for i in saved_opt)
+        self.resumes.append({"step": state.global_step, "beta": args.beta, "weights_equal": weights_equal,
+                             "optimizer_equal": optimizer_equal, "n_tensors": len(saved)})
+
+
+def test_spike_restores_last_good_checkpoint_and_raises_beta(tiny_model, tmp_path):
+    probe = RestoreProbe(tiny_model)
+    # save_total_limit=1: only the pruning guard keeps checkpoint-1 alive until the spike at step 3.
+    settings = tiny_settings(max_steps=6, save_total_limit=1)
+    result = train_grpo(tiny_model, tiny_tasks(), tmp_path / "run", settings, rubric_reward(),
+                        callbacks=[FakeKL(3, 3, times=1), probe])
+
+    [rb] = result["rollbacks"]
+    # KL logged at step 3 is measured on the weights after step 2, so checkpoint-2 is condemned too.
+    assert (rb["step"], rb["restored_step"], rb["old_beta"], rb["new_beta"]) == (3, 1, 0.02, 0.04)
+    assert rb["kl"] == 1e3 and rb["checkpoint"].endswith("checkpoint-1")
+    assert probe.resumes == [{"step": 1, "beta": 0.04, "weights_equal": True, "optimizer_equal": True,
+                              "n_tensors": probe.resumes[0]["n_tensors"]}]
+    assert probe.resumes[0]["n_tensors"] > 0
+    assert result["global_step"] == 6 and result["beta"] == 0.04
+    steps = [e["step"] for e in result["log_history"] if "kl" in e]
+    assert steps == [1, 2, 3, 4, 5, 6]  # the rolled-back steps 2-3 were redone, not appended
+    assert (tmp_path / "run" / "model" / "model.safetensors").is_file()
+    assert json.loads((tmp_path / "run" / STATE_FILE).read_text())["beta"] == 0.04
+
+
+def test_persistent_spike_exhausts_rollbacks(tiny_model, tmp_path):
+    settings = tiny_settings(max_steps=4, rollback=RollbackSettings(max_rollbacks=2))
+    with pytest.raises(TrainingError) as err:
+        train_grpo(tiny_model, tiny_tasks(), tmp_path / "run", settings, rubric_reward(),
+                   callbacks=[FakeKL(2, 4, times=99)])
+    msg = str(err.value)
+    assert "step 2" in msg and "KL 1000" in msg and "beta 0.08" in msg and "2 rollback(s)" in msg
+    state = json.loads((tmp_path / "run" / STATE_FILE).read_text())
+    assert [(r["old_beta"], r["new_beta"], r["checkpoint"]) for r in state["rollbacks"]] == [
+        (0.02, 0.04, None), (0.04, 0.08, None)]  # a spike at step 2 leaves only the initial model as good
+
+
+def test_detector_rules():
+    s = RollbackSettings(kl_max=1.0, kl_ratio=5.0, kl_window=3, kl_median_floor=0.01, reward_drop=0.5,
+                         reward_window=3)
+    d = SpikeDetector(s)
+    assert d.judge(2.0, None).startswith("KL 2 above the bound")
+    assert d.judge(float("nan"), None) is not None
+    for step, kl in enumerate([0.0, 0.001, 0.002], start=1):
+        assert d.judge(kl, 5.0) is None  # early KL is ~0: the floor keeps the ratio test quiet
+        d.record(step, kl, 5.0)
+    assert d.judge(0.04, 5.0) is None  # 0.04 < 5 x floor 0.01
+    assert "recent median" in d.judge(0.06, 5.0)
+    assert "collapsed" in d.judge(0.001, 2.0)  # 2.0 < 5.0 - 0.5 x 5.0
+    d.forget_after(1)
+    assert d.last_ok_step == 1 and last_good_step(4) == 2 and last_good_step(1) == 0
+
+
+def test_prune_keeps_the_protected_checkpoint(tmp_path):
+    for step in (1, 2, 3, 4):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / MARKER).write_text("{}")
+    prune(tmp_path, keep=1, protect=2)
+    assert [c.step for c in list_checkpoints(tmp_path)] == [2, 4]

@@ -1,0 +1,54 @@
+"""Training settings: the documented production profile, the TRL mapping, data preparation."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from pydantic import ValidationError
+from transformers import AutoTokenizer
+
+from rubricrl.errors import ConfigError
+from rubricrl.models import build_tiny_model
+from rubricrl.train import settings as settings_module
+from rubricrl.train.data import grpo_rows
+from rubricrl.train.general import GENERAL_INSTRUCTIONS, general_count
+from rubricrl.train.settings import GRPOSettings
+from rubricrl.train.trainer_args import grpo_config
+from tests.train_helpers import tiny_tasks
+
+
+def test_production_profile_matches_its_documentation():
+    doc = settings_module.__doc__
+    documented = yaml.safe_load(doc[doc.index("grpo:"):])["grpo"]
+    assert GRPOSettings(**documented) == GRPOSettings.seed_production()
+    prod = GRPOSettings.seed_production()
+    assert (prod.learning_rate, prod.beta, prod.num_generations, prod.temperature, prod.max_prompt_length,
+            prod.max_completion_length, prod.max_steps, prod.save_steps, prod.per_device_batch_size,
+            prod.grad_accum, prod.use_vllm, prod.deepspeed) == (
+        1e-6, 0.02, 8, 0.7, 1024, 1024, 500, 50, 4, 4, True, "zero3")
+
+
+def test_settings_reject_unknown_keys_and_zero_beta():
+    with pytest.raises(ValidationError):
+        GRPOSettings(betta=0.1)
+    with pytest.raises(ValidationError):
+        GRPOSettings(beta=0.0)
+
+
+def test_cpu_settings_map_to_grpo_config(tmp_path):
+    args = grpo_config(GRPOSettings(), tmp_path, beta=0.03, reward_weights=[1.0, -1.0])
+    assert (args.beta, args.use_cpu, args.bf16, args.logging_steps) == (0.03, True, False, 1)
+    assert args.save_total_limit is None  # rubricrl prunes, sparing the last good checkpoint
+    assert (args.gradient_checkpointing, args.temperature, args.reward_weights) == (False, 0.7, [1.0, -1.0])
+    with pytest.raises(ConfigError, match="num_generations"):
+        grpo_config(GRPOSettings(num_generations=3), tmp_path, beta=0.02, reward_weights=[1.0])
+
+
+def test_grpo_rows_mix_general_prompts_and_leave_out_long_ones(tmp_path):
+    tok = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "tiny"))
+    rows, skipped = grpo_rows(tiny_tasks(), tok, max_prompt_length=4096, general_share=0.25, seed=0)
+    assert skipped == [] and sum(r["task_id"].startswith("general:") for r in rows) == general_count(3, 0.25) == 1
+    rows, skipped = grpo_rows(tiny_tasks(), tok, max_prompt_length=64, general_share=0.0, seed=0)
+    assert rows == [] and skipped == ["t1", "t2", "t3"]
+    assert len(GENERAL_INSTRUCTIONS) >= 40 and any(any("\u4e00" <= ch <= "\u9fff" for ch in g)
+                                                    for g in GENERAL_INSTRUCTIONS)

@@ -1,0 +1,56 @@
+"""Shared pieces of the training tests: tiny tasks, the real rubric, small CPU settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from rubricrl.rubric.reward import RubricReward
+from rubricrl.rubric.scoring import RubricScorer
+from rubricrl.rubric.spec import load_rubric
+from rubricrl.taskfile import Task
+from rubricrl.train.settings import GRPOSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+RUBRIC = ROOT / "rubrics" / "json_extraction.yaml"
+
+
+def tiny_tasks() -> list[Task]:
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "price": {"type": ["number", "null"]}},
+              "required": ["name", "price"]}
+    return [
+        Task("t1", "Extract the product.", "The Lumo lamp costs 25 dollars.", schema, ("Output JSON only.",),
+             {"name": "Lumo lamp", "price": 25}),
+        Task("t2", "Extract the product.", "The Vela kettle is on sale; no price yet.", schema, (),
+             {"name": "Vela kettle", "price": None}),
+        Task("t3", "Extract the product.", "Buy the Orbi fan for 40 dollars today.", schema, (),
+             {"name": "Orbi fan", "price": 40}),
+    ]
+
+
+def rubric_reward() -> RubricReward:
+    return RubricReward(RubricScorer(load_rubric(RUBRIC)))
+
+
+def tiny_settings(**overrides) -> GRPOSettings:
+    """Two completions of 8 tokens per prompt: a step takes well under a second on the tiny model."""
+    base = dict(num_generations=2, per_device_batch_size=2, max_completion_length=8, max_steps=6,
+                save_steps=1, save_total_limit=2, learning_rate=1e-3, general_share=0.25, table_every=2)
+    base.update(overrides)
+    return GRPOSettings(**base)
+
+
+class FakeKL(TrainerCallback):
+    """Replaces the logged KL with a huge value at steps from_step..to_step, `times` times in all.
+
+    Passed to train_grpo it runs before the real rollback monitor, which then sees the fake value.
+    """
+
+    def __init__(self, from_step: int, to_step: int, times: int):
+        self.steps, self.left = range(from_step, to_step + 1), times
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "kl" in logs and state.global_step in self.steps and self.left:
+            logs["kl"] = 1e3
+            self.left -= 1
