@@ -32,6 +32,7 @@ is the "save step". --save-steps 1 measures the per-checkpoint cost on every ste
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import statistics
@@ -50,15 +51,19 @@ ROOT = Path(__file__).resolve().parent.parent
 RUBRIC = ROOT / "rubrics" / "json_extraction.yaml"
 
 
+def _now() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
 class StepTimer(TrainerCallback):
     """Stamps each step's boundaries; the same class (and position) in both paths, so it costs the same."""
 
     def __init__(self):
-        self.begin: dict[int, float] = {}  # step number (1-based) -> on_step_begin time
-        self.end: dict[int, float] = {}
+        self.begin: dict[int, tuple[float, float]] = {}  # step (1-based) -> (wall, process CPU) at on_step_begin
+        self.end: dict[int, tuple[float, float]] = {}
         self.saved: set[int] = set()
         self.lengths: dict[int, float] = {}  # completions/mean_length per step: both paths must do the same work
-        self.train_end: float | None = None
+        self.train_end: tuple[float, float] | None = None
         self.restarts = 0
 
     def on_train_begin(self, args, state, control, **kwargs):
@@ -67,10 +72,10 @@ class StepTimer(TrainerCallback):
             self.begin, self.end, self.saved, self.lengths = {}, {}, set(), {}
 
     def on_step_begin(self, args, state, control, **kwargs):
-        self.begin[state.global_step + 1] = time.perf_counter()
+        self.begin[state.global_step + 1] = _now()
 
     def on_step_end(self, args, state, control, **kwargs):
-        self.end[state.global_step] = time.perf_counter()
+        self.end[state.global_step] = _now()
 
     def on_save(self, args, state, control, **kwargs):
         self.saved.add(state.global_step)
@@ -80,16 +85,17 @@ class StepTimer(TrainerCallback):
             self.lengths[state.global_step] = float(logs["completions/mean_length"])
 
     def on_train_end(self, args, state, control, **kwargs):
-        self.train_end = time.perf_counter()
+        self.train_end = _now()
 
     def steps(self) -> list[dict]:
-        """Per step after the first: full seconds, compute seconds, whether it saved a checkpoint."""
+        """Per step after the first: full and compute seconds (wall and CPU), whether it saved a checkpoint."""
         out = []
         for k in sorted(self.begin):
             if k == 1 or k not in self.end:
                 continue
-            stop = self.begin.get(k + 1, self.train_end)
-            out.append({"step": k, "full": stop - self.begin[k], "compute": self.end[k] - self.begin[k],
+            (w0, c0), (w1, c1) = self.begin[k], self.end[k]
+            w2, c2 = self.begin.get(k + 1, self.train_end)
+            out.append({"step": k, "full": w2 - w0, "compute": w1 - w0, "cpu": c2 - c0,
                         "save": k in self.saved, "length": self.lengths.get(k)})
         return out
 
@@ -103,8 +109,6 @@ def make_reward():
 
 
 def run_stage(model_dir: Path, tasks, settings, out: Path, mlflow_uri: str | None) -> StepTimer:
-    import contextlib
-
     from rubricrl.train.grpo import train_grpo
 
     timer = StepTimer()
@@ -169,6 +173,8 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=16, help="generated train tasks (generate_dataset(seed=0))")
     ap.add_argument("--max-completion-length", type=int, default=64)
     ap.add_argument("--save-steps", type=int, default=None, help="default: the stage's default save_steps")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads for both paths (1: steady timings on a shared machine; 0: torch's default)")
     ap.add_argument("--mlflow", action="store_true",
                     help="run the stage inside an MLflow run (temp sqlite store), as the grpo stage does")
     args = ap.parse_args()
@@ -181,6 +187,8 @@ def main() -> None:
     from rubricrl.models import build_tiny_model
     from rubricrl.train.settings import GRPOSettings
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="grpo_step_") as tmp:
         tmp = Path(tmp)
         if args.model:
@@ -205,38 +213,46 @@ def main() -> None:
             for path in order:
                 out = Path(tempfile.mkdtemp(prefix=f"{path}_{rep}_", dir=tmp))
                 started = time.perf_counter()
-                if path == "stage":
-                    timer = run_stage(model_dir, tasks, settings, out, mlflow_uri)
-                else:
-                    timer = run_bare(model_dir, tasks, settings, out)
+                with contextlib.redirect_stdout(sys.stderr):  # TRL's per-step log dicts: keep stdout for the report
+                    if path == "stage":
+                        timer = run_stage(model_dir, tasks, settings, out, mlflow_uri)
+                    else:
+                        timer = run_bare(model_dir, tasks, settings, out)
                 wall = time.perf_counter() - started
                 steps = timer.steps()
-                runs[path] += steps
+                runs[path] += [{**st, "repeat": rep} for st in steps]
                 per = " ".join(f"{s['step']}:{s['full']:.3f}{'*' if s['save'] else ''}" for s in steps)
                 lens = " ".join(f"{k}:{v:g}" for k, v in sorted(timer.lengths.items()))
-                print(f"repeat {rep + 1} {path:5s} wall {wall:7.1f}s  steps(s) {per}  mean lengths {lens}",
-                      flush=True)
+                print(f"repeat {rep + 1} {path:5s} wall {wall:6.1f}s  step s {per}  mean lengths {lens}", flush=True)
                 gc.collect()
 
     print()
-    print("(* = step wrote a checkpoint; step 1 is warm-up and left out)")
-    print(f"{'path':6s} {'n':>3s} {'step s (median)':>16s} {'compute s':>10s} {'save step s':>12s}")
+    print("(* = step wrote a checkpoint; step 1 is warm-up and left out; CPU = this process's CPU seconds)")
+    print(f"{'path':6s} {'n':>3s} {'step s (median)':>16s} {'step CPU s':>11s} {'compute s':>10s} "
+          f"{'save step s':>12s}")
     summary = {}
     for path in ("stage", "bare"):
         steps = runs[path]
-        plain = [s["full"] for s in steps if not s["save"]]
-        saves = [s["full"] for s in steps if s["save"]]
-        summary[path] = (med(plain), med([s["compute"] for s in steps]), med(saves))
-        print(f"{path:6s} {len(plain):3d} {fmt(summary[path][0]):>16s} {fmt(summary[path][1]):>10s} "
-              f"{fmt(summary[path][2]):>12s}")
-    print(f"{'ratio':6s} {'':3s} {ratio(summary['stage'][0], summary['bare'][0]):>16s} "
-          f"{ratio(summary['stage'][1], summary['bare'][1]):>10s} {ratio(summary['stage'][2], summary['bare'][2]):>12s}")
-    s, b = summary["stage"][0], summary["bare"][0]
-    if s is None or not b:
+        plain = [s for s in steps if not s["save"]]
+        summary[path] = (med([s["full"] for s in plain]), med([s["cpu"] for s in plain]),
+                         med([s["compute"] for s in steps]), med([s["full"] for s in steps if s["save"]]))
+        print(f"{path:6s} {len(plain):3d} {fmt(summary[path][0]):>16s} {fmt(summary[path][1]):>11s} "
+              f"{fmt(summary[path][2]):>10s} {fmt(summary[path][3]):>12s}")
+    st, ba = summary["stage"], summary["bare"]
+    print(f"{'ratio':6s} {'':3s} {ratio(st[0], ba[0]):>16s} {ratio(st[1], ba[1]):>11s} {ratio(st[2], ba[2]):>10s} "
+          f"{ratio(st[3], ba[3]):>12s}")
+    if st[0] is None or not ba[0]:
         print("no step without a checkpoint was measured: raise --steps or --save-steps")
         return
-    r = s / b
-    print(f"stage/bare step time: {r:.3f} (goal <= {GOAL}): {'met' if r <= GOAL else 'NOT met'}")
+    # The same step of the same repeat does the same work in both paths (same completions): compare totals too.
+    stage_steps = {(x["repeat"], x["step"]): x["full"] for x in runs["stage"] if not x["save"]}
+    bare_steps = {(x["repeat"], x["step"]): x["full"] for x in runs["bare"] if not x["save"]}
+    both = stage_steps.keys() & bare_steps.keys()
+    if both:
+        paired = sum(stage_steps[k] for k in both) / sum(bare_steps[k] for k in both)
+        print(f"paired: total over the same {len(both)} step(s) stage/bare {paired:.3f}")
+    r = st[0] / ba[0]
+    print(f"stage/bare step time (median): {r:.3f} (goal <= {GOAL}): {'met' if r <= GOAL else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,6 @@ def cmd_data_generate(args) -> None:
 
 def cmd_score(args) -> None:
     from rubricrl.atomic import write_jsonl
-    from rubricrl.config import load_params
     from rubricrl.rubric.scoring import build_scorer
     from rubricrl.taskfile import load_responses, load_tasks
 
@@ -110,6 +109,25 @@ def _params(path: str):
     return load_params(path) if Path(path).exists() else Params()
 
 
+def cmd_eval(args) -> None:
+    from rubricrl.evals.task_eval import evaluate_model
+    from rubricrl.rubric.scoring import build_scorer
+    from rubricrl.taskfile import load_tasks
+
+    params = _params(args.params)
+    scorer = build_scorer(params.scoring, rubric_path=args.rubric, policy_model=args.model)
+    out = Path(args.out or Path("outputs/eval") / Path(args.model).name)
+    metrics = evaluate_model(args.model, load_tasks(args.tasks), scorer, out, batch_size=args.batch_size,
+                             max_new_tokens=args.max_new_tokens, n_boot=params.eval.n_boot)
+    print(f"{'part':<18}{'n':>5}{'reward':>9}{'95% CI':>18}{'F1':>7}{'valid':>7}{'extra':>7}{'invent':>7}")
+    for part, g in {"all": metrics["all"], **metrics["parts"]}.items():
+        f1 = g["gold"]["f1"] if g.get("gold") else float("nan")
+        ci = f"[{g['reward_ci'][0]:.2f}, {g['reward_ci'][1]:.2f}]"
+        print(f"{part:<18}{g['n']:>5}{g['reward_mean']:>9.3f}{ci:>18}{f1:>7.3f}{g['json_valid_rate']:>7.2f}"
+              f"{g['extra_text_rate']:>7.2f}{g['invented_rate']:>7.2f}")
+    print(f"wrote {out}/metrics.json, responses.jsonl, samples.md")
+
+
 def cmd_config_validate(args) -> None:
     from rubricrl.config import load_params
 
@@ -164,6 +182,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--judge", choices=["grounded", "openai"], help="override params.yaml scoring.judge")
     s.add_argument("--params", default="params.yaml")
     s.set_defaults(fn=cmd_score)
+
+    ev = sub.add_parser("eval", help="greedy generations of a model on a task file, scored with the rubric")
+    ev.add_argument("--model", required=True, help="HF model folder")
+    ev.add_argument("--tasks", required=True, help="task file (JSONL) with reference answers for the gold metrics")
+    ev.add_argument("--rubric", help="rubric YAML (default: params.yaml scoring.rubric)")
+    ev.add_argument("--out", help="output folder (default: outputs/eval/<model folder name>)")
+    ev.add_argument("--batch-size", type=int, default=8)
+    ev.add_argument("--max-new-tokens", type=int, default=256)
+    ev.add_argument("--params", default="params.yaml")
+    ev.set_defaults(fn=cmd_eval)
 
     rb = sub.add_parser("rubric", help="draft, calibrate and gate rubrics").add_subparsers(dest="rubric_cmd", required=True)
     rg = rb.add_parser("generate", help="draft a rubric from task data (schema, constraints, optional LLM proposals)")

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rubricrl.errors import ConfigError
+from rubricrl.yamlfile import read_mapping, validation_error
 from rubricrl.rubric.spec import JudgeConfig
 from rubricrl.train.settings import GRPOSettings, SFTSettings
 
@@ -100,45 +99,10 @@ class Params(Section):
     tracking: TrackingParams = TrackingParams()
 
 
-def _line_of(root: yaml.Node | None, loc: tuple) -> int | None:
-    """The 1-based line of a key path in the YAML source, for error messages."""
-    node, line = root, None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next(((k, v) for k, v in node.value if k.value == str(part)), None)
-            if match is None:
-                break
-            line, node = match[0].start_mark.line + 1, match[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
 def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text) or {}
-        root = yaml.compose(text)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: params file not found") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ConfigError(f"{where}: invalid YAML: {getattr(err, 'problem', err)}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: must be a mapping of sections")
+    data, root = read_mapping(path, "params")
     try:
         return Params.model_validate(data)
     except ValidationError as err:
-        lines = []
-        for e in err.errors():
-            loc = tuple(p for p in e["loc"] if not str(p).startswith("function-"))
-            line = _line_of(root, loc)
-            where = f"{path}:{line}" if line else str(path)
-            msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
-            lines.append(f"{where}: {'.'.join(map(str, loc)) or '(root)'}: {msg}")
-        raise ConfigError("\n".join(lines)) from None
+        raise validation_error(err, data, root, path) from None

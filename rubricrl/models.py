@@ -121,7 +121,11 @@ def prepare_policy(model: str, out_dir: str | Path) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
     loaded = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     if model == EMBEDDED_POLICY:
-        fresh = AutoModelForCausalLM.from_config(loaded.config)
+        config = loaded.config
+        # The weights are dequantised already; a kept gguf quantization_config blocks fine-tuning.
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        fresh = AutoModelForCausalLM.from_config(config)
         fresh.load_state_dict(loaded.state_dict())
         fresh.generation_config = loaded.generation_config
         loaded = fresh

@@ -154,16 +154,19 @@ def parse_task_lines(lines: Iterable[str], path: str) -> tuple[list[Task], list[
     return tasks, problems
 
 
-def load_tasks(path: str | Path) -> list[Task]:
-    """Read and validate a task file; raise TaskFileError listing every problem."""
-    path = Path(path)
+def _read_lines(path: Path) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise TaskFileError([f"{path}: file not found"]) from None
     except UnicodeDecodeError as err:
         raise TaskFileError([f"{path}: not UTF-8 text ({err.reason} at byte {err.start})"]) from None
-    tasks, problems = parse_task_lines(text.splitlines(), str(path))
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    """Read and validate a task file; raise TaskFileError listing every problem."""
+    path = Path(path)
+    tasks, problems = parse_task_lines(_read_lines(path), str(path))
     if problems:
         raise TaskFileError(problems)
     return tasks
@@ -172,12 +175,8 @@ def load_tasks(path: str | Path) -> list[Task]:
 def load_responses(path: str | Path, task_ids: set[str]) -> list[dict]:
     """Read a responses file: each line has `id` (a known task id) and `response` (a string)."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise TaskFileError([f"{path}: file not found"]) from None
     rows, problems = [], []
-    for lineno, line in enumerate(lines, start=1):
+    for lineno, line in enumerate(_read_lines(path), start=1):
         where = f"{path}:{lineno}"
         if not line.strip():
             continue

@@ -12,7 +12,18 @@ from rubricrl.taskfile import load_tasks
 
 MODELS = {"base": "outputs/models/base", "sft": "outputs/models/sft", "grpo": "outputs/grpo/model"}
 OUT, METRICS = Path("outputs/eval"), "metrics/eval.json"
-HEADLINE = ("reward_mean", "f1", "json_valid_rate", "extra_text_rate", "invented_rate")
+HEADLINE = ("reward_mean", "json_valid_rate", "clean_json_rate", "extra_text_rate", "invented_rate")
+
+
+def headline(group: dict) -> dict:
+    """The numbers a person compares first, with their 95% bootstrap intervals."""
+    out = {k: group[k] for k in HEADLINE}
+    out["reward_ci"] = group["reward_ci"]
+    if group.get("gold"):
+        out.update(f1=group["gold"]["f1"], f1_ci=group["gold"]["f1_ci"], precision=group["gold"]["precision"],
+                   recall=group["gold"]["recall"])
+    out["components"] = group["components"]
+    return out
 
 
 def test_slice(tasks, max_per_part):
@@ -44,10 +55,13 @@ def main() -> None:
             metrics = evaluate_model(model_dir, tasks, scorer, OUT / name, batch_size=cfg.batch_size,
                                      max_new_tokens=cfg.max_new_tokens, n_samples_table=cfg.samples_table,
                                      n_boot=cfg.n_boot)
-            summary[name] = metrics
+            groups = {"all": metrics["all"], **metrics["parts"]}
+            summary[name] = {part: headline(g) for part, g in groups.items()}
             if mlflow:
-                for part, m in metrics.items():
-                    mlflow.log_metrics({f"{name}.{part}.{k}": m[k] for k in HEADLINE if isinstance(m.get(k), (int, float))})
+                for part, h in summary[name].items():
+                    mlflow.log_metrics({f"{name}.{part}.{k}": v for k, v in h.items() if isinstance(v, (int, float))})
+                mlflow.log_table({k: [row.get(k) for row in metrics["samples"]] for k in ("id", "part", "total", "response")},
+                                 f"eval/{name}_samples.json")
                 mlflow.log_artifacts(str(OUT / name), f"eval/{name}")
         write_json(METRICS, summary)
 

@@ -10,7 +10,7 @@ from rubricrl.errors import ConfigError
 from rubricrl.rubric.spec import load_rubric
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED_PARAMS = [ROOT / "params.yaml", *sorted((ROOT / "configs").glob("*.yaml"))]
+SHIPPED_PARAMS = [ROOT / "params.yaml", ROOT / "configs" / "production.yaml"]  # the CPU default and the GPU profile
 
 
 @pytest.mark.parametrize("path", SHIPPED_PARAMS, ids=lambda p: p.name)
@@ -37,7 +37,7 @@ def test_dvc_stages_name_existing_scripts_and_params_sections():
         script = stage["cmd"].split()[1]
         assert (ROOT / script).exists(), f"stage {name}: {script} missing"
         for section in stage.get("params", []):
-            assert section in Params.model_fields, f"stage {name}: params section '{section}' unknown"
+            assert section.split(".")[0] in Params.model_fields, f"stage {name}: params section {section!r} unknown"
 
 
 def test_unknown_and_mistyped_keys_are_named_with_line(tmp_path):

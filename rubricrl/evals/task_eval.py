@@ -70,7 +70,7 @@ def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: 
             counts[i] = (fc.tp, fc.fp, fc.fn)
     parts = [task_part(t) for t in tasks]
 
-    def group(idx: np.ndarray, name: str) -> dict:
+    def group(idx: np.ndarray) -> dict:
         sub_counts = counts[idx]
         gold_rows = sub_counts[~np.isnan(sub_counts).any(axis=1)]
         cis = bootstrap_cis({"reward": totals[idx]}, sub_counts, n_boot, seed)
@@ -96,8 +96,8 @@ def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: 
         return out
 
     metrics: dict = {
-        "all": group(np.arange(n), "all") if n else {"n": 0},
-        "parts": {p: group(np.array([i for i in range(n) if parts[i] == p]), p) for p in _ordered_parts(parts)},
+        "all": group(np.arange(n)) if n else {"n": 0},
+        "parts": {p: group(np.array([i for i in range(n) if parts[i] == p])) for p in _ordered_parts(parts)},
         "settings": {
             "rubric": scorer.rubric.name, "rubric_version": getattr(scorer.rubric, "version", None),
             "max_total": scorer.rubric.max_total, "n_boot": n_boot, "seed": seed, "ci_level": 0.95,

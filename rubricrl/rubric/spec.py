@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rubricrl.errors import ConfigError
+from rubricrl.yamlfile import read_mapping, validation_error
 
 
 class Strict(BaseModel):
@@ -116,41 +117,13 @@ class Rubric(Strict):
         return yaml.safe_dump(self.model_dump(mode="json", exclude_defaults=False), sort_keys=False, allow_unicode=True)
 
 
-def _format_validation_error(err: ValidationError, data: dict, path: str) -> str:
-    lines = []
-    for e in err.errors():
-        loc = []
-        node = data
-        for part in e["loc"]:
-            # Name list items by their id when they have one: criteria.faithfulness.weight
-            if isinstance(part, int) and isinstance(node, list) and part < len(node) and isinstance(node[part], dict) and "id" in node[part]:
-                loc.append(str(node[part]["id"]))
-            else:
-                loc.append(str(part))
-            try:
-                node = node[part]
-            except (KeyError, IndexError, TypeError):
-                node = None
-        lines.append(f"{path}: {'.'.join(loc) or '(root)'}: {e['msg']}")
-    return "\n".join(lines)
-
-
 def load_rubric(path: str | Path) -> Rubric:
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: rubric file not found") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ConfigError(f"{where}: invalid YAML: {getattr(err, 'problem', err)}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a rubric must be a YAML mapping")
+    data, root = read_mapping(path, "rubric")
     try:
         rubric = Rubric.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_format_validation_error(err, data, str(path))) from None
+        raise validation_error(err, data, root, path) from None
     from rubricrl.rubric.rules import check_registry  # late: rules import the spec
 
     problems = check_registry(rubric)

@@ -17,33 +17,9 @@ import contextlib
 import json
 import os
 import sys
-from pathlib import Path
-
-import yaml
-from pydantic import ValidationError
 
 from rubricrl.cli_support import stage_main
-from rubricrl.config import ScoringParams, TrackingParams
-from rubricrl.errors import ConfigError
-from rubricrl.train.settings import GRPOSettings
-
-
-def read_sections(path: str) -> tuple[GRPOSettings, ScoringParams, TrackingParams]:
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: params file not found") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}: must be a mapping of sections")
-    out = []
-    for key, cls in (("grpo", GRPOSettings), ("scoring", ScoringParams), ("tracking", TrackingParams)):
-        try:
-            out.append(cls.model_validate(data.get(key) or {}))
-        except ValidationError as err:
-            msgs = [f"{p}: {key}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()]
-            raise ConfigError("\n".join(msgs)) from None
-    return tuple(out)
+from rubricrl.config import load_params
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -62,7 +38,8 @@ def main(argv: list[str] | None = None) -> None:
         from rubricrl.taskfile import load_tasks
         from rubricrl.train.grpo import train_grpo
 
-        settings, scoring, tracking_cfg = read_sections(args.params)
+        params = load_params(args.params)  # missing sections take their defaults
+        settings, scoring, tracking_cfg = params.grpo, params.scoring, params.tracking
         tasks = load_tasks(args.tasks)
         reward = RubricReward(build_scorer(scoring, policy_model=args.model), {t.id: t for t in tasks})
         rank = int(os.environ.get("RANK", "0"))
