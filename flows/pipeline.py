@@ -23,6 +23,8 @@ def prefect_env() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    # The embedded server migrates a fresh database on first start: slow on a busy 2-core machine.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
 prefect_env()
@@ -107,6 +109,9 @@ def _lock_hashes(lock: Path) -> dict[str, str]:
 
 
 def run_pipeline(stages: list[str] | None = None, force: bool = False) -> list[str]:
+    from rubricrl.config import load_params
+
+    load_params(ROOT / "params.yaml")  # a bad key stops here, before Prefect or any stage starts
     return pipeline(stages=stages, force=force)
 
 

@@ -12,12 +12,16 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-SKIP = {".git", ".venv", "mlruns", ".prefect", ".cache", "data", "metrics", "dvc.lock", ".pytest_cache", "__pycache__"}
+TOP_SKIP = {".git", ".venv", "mlruns", ".prefect", ".cache", "data", "metrics", "outputs", "dvc.lock", ".pytest_cache"}
 
 
 def make_project(tmp_path: Path, **data_params) -> Path:
     proj = tmp_path / "proj"
-    shutil.copytree(ROOT, proj, ignore=lambda d, names: [n for n in names if n in SKIP or n.endswith(".egg-info")])
+    def ignore(folder, names):  # run outputs only at the top (rubricrl/data is code)
+        top = Path(folder) == ROOT
+        return [n for n in names if (top and n in TOP_SKIP) or n == "__pycache__" or n.endswith(".egg-info")]
+
+    shutil.copytree(ROOT, proj, ignore=ignore)
     params = yaml.safe_load((proj / "params.yaml").read_text())
     params["data"].update(data_params)
     (proj / "params.yaml").write_text(yaml.safe_dump(params))
