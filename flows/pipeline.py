@@ -60,11 +60,19 @@ def stage_order(dvc_yaml: Path = ROOT / "dvc.yaml") -> list[str]:
 @task(name="dvc-stage")
 def run_stage(stage: str, force: bool, env: dict) -> None:
     cmd = [sys.executable, "-m", "dvc", "repro", "--single-item", stage] + (["--force"] if force else [])
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, text=True, capture_output=True)
-    sys.stdout.write(proc.stdout)
-    sys.stderr.write(proc.stderr)
-    if proc.returncode != 0:
-        raise RuntimeError(f"stage '{stage}' failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    # Output streams live (a training stage runs for many minutes); the stderr tail goes into the error.
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE)
+    tail = b""
+    for chunk in iter(lambda: proc.stderr.read1(4096), b""):
+        if hasattr(sys.stderr, "buffer"):
+            sys.stderr.buffer.write(chunk)
+        else:  # a replaced stderr (a test's capture) takes text only
+            sys.stderr.write(chunk.decode("utf-8", "replace"))
+        sys.stderr.flush()
+        tail = (tail + chunk)[-4000:]
+    if proc.wait() != 0:
+        text = tail.decode("utf-8", "replace").replace("\r", "\n").strip()
+        raise RuntimeError(f"stage '{stage}' failed (exit {proc.returncode}): {text[-2000:]}")
 
 
 @flow(name="rubricrl-pipeline")

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from rubricrl import tracking
-from rubricrl.atomic import write_json
+from rubricrl.atomic import write_json, write_text
 from rubricrl.cli_support import stage_main
 from rubricrl.config import load_params
 from rubricrl.rubric.scoring import RubricScorer
@@ -17,7 +17,7 @@ HEADLINE = ("reward_mean", "json_valid_rate", "clean_json_rate", "extra_text_rat
 
 def headline(group: dict) -> dict:
     """The numbers a person compares first, with their 95% bootstrap intervals."""
-    out = {k: group[k] for k in HEADLINE}
+    out = {"n": group["n"], **{k: group[k] for k in HEADLINE}}
     out["reward_ci"] = group["reward_ci"]
     if group.get("gold"):
         out.update(f1=group["gold"]["f1"], f1_ci=group["gold"]["f1_ci"], precision=group["gold"]["precision"],
@@ -41,6 +41,7 @@ def test_slice(tasks, max_per_part):
 
 
 def main() -> None:
+    from rubricrl.evals.compare import comparison_markdown
     from rubricrl.evals.task_eval import evaluate_model
 
     params = load_params()
@@ -63,7 +64,11 @@ def main() -> None:
                 mlflow.log_table({k: [row.get(k) for row in metrics["samples"]] for k in ("id", "part", "total", "response")},
                                  f"eval/{name}_samples.json")
                 mlflow.log_artifacts(str(OUT / name), f"eval/{name}")
+        write_text(OUT / "report.md", comparison_markdown(summary, scorer.rubric.max_total))
         write_json(METRICS, summary)
+        if mlflow:
+            mlflow.log_artifact(str(OUT / "report.md"), "eval")
+        print(f"eval_task: {OUT / 'report.md'}")
 
 
 if __name__ == "__main__":

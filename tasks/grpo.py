@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from rubricrl import tracking
-from rubricrl.atomic import write_json
+from rubricrl.atomic import write_json, write_text
 from rubricrl.cli_support import stage_main
 from rubricrl.config import load_params
 from rubricrl.rubric.report import check_gate
@@ -27,6 +27,7 @@ def fingerprint(*parts) -> str:
 
 def main() -> None:
     from rubricrl.train.grpo import train_grpo
+    from rubricrl.train.report import reward_trend, training_markdown
 
     params = load_params()
     cfg = params.grpo
@@ -53,16 +54,17 @@ def main() -> None:
         if mlflow and overridden:
             mlflow.set_tag("rubric.gate_override", " | ".join(overridden))
         result = train_grpo(model_dir, tasks, OUT, cfg, reward, resume=resume)
-        rewards = [h["reward"] for h in result["log_history"] if "reward" in h]
-        k = max(1, min(5, len(rewards) // 2))
+        trend = reward_trend(result["log_history"])
         metrics = {"steps": result["global_step"], "resumed_from_step": result["resumed_from_step"] or 0,
                    "rollbacks": len(result["rollbacks"]), "final_beta": result["beta"],
                    "wall_seconds": round(result["train_seconds"], 1),
-                   "reward_first": round(sum(rewards[:k]) / k, 4) if rewards else None,
-                   "reward_last": round(sum(rewards[-k:]) / k, 4) if rewards else None}
+                   "reward_first": round(trend[0], 4) if trend else None,
+                   "reward_last": round(trend[1], 4) if trend else None}
+        write_text(OUT / "report.md", training_markdown(result))
         write_json(METRICS, metrics)
         if mlflow:
             mlflow.log_metrics({f"grpo.{k}": v for k, v in metrics.items() if v is not None})
+            mlflow.log_artifact(str(OUT / "report.md"), "grpo")
 
 
 if __name__ == "__main__":

@@ -71,6 +71,15 @@ def test_pipeline_runs_stages_tracks_lineage_and_skips_up_to_date(tmp_path):
     assert sum(r.info.run_name == "data" for r in runs) == 1  # up to date: the stages did not run again
     assert sum(r.info.run_name == "rubric" for r in runs) == 1
 
+    # A stage that fails inside the flow: the run exits non-zero and the error names the file and line.
+    (proj / "user.jsonl").write_text('{"id": "a", "instruction": "x", "text": "y"}\n')
+    params = yaml.safe_load((proj / "params.yaml").read_text())
+    params["data"].update(source="file", tasks_file="user.jsonl")
+    (proj / "params.yaml").write_text(yaml.safe_dump(params))
+    third = rubricrl(proj, "pipeline", "run", "--stage", "data")
+    assert third.returncode != 0
+    assert "stage 'data' failed" in third.stderr and "user.jsonl:1: schema: missing required key" in third.stderr
+
 
 def test_stage_order_follows_the_dvc_graph():
     sys.path.insert(0, str(ROOT))

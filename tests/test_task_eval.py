@@ -180,3 +180,19 @@ def test_evaluate_model_end_to_end(tiny_model, scorer, tmp_path):
     assert table[0].startswith("| short | in_domain |") and table[1].startswith("| long | held_out_domain |")
     assert all("\n" not in line and line.count(" | ") >= 9 for line in table)
     assert "format" in md.splitlines()[4] and "faithfulness" in md.splitlines()[4]
+
+
+def test_comparison_report_flags_separated_intervals():
+    from rubricrl.evals.compare import comparison_markdown
+
+    def g(reward, ci, f1, f1_ci):
+        return {"n": 10, "reward_mean": reward, "reward_ci": ci, "f1": f1, "f1_ci": f1_ci,
+                "json_valid_rate": 1.0, "extra_text_rate": 0.0, "invented_rate": 0.1}
+
+    summary = {"base": {"in_domain": g(1.0, [0.5, 1.5], 0.1, [0.0, 0.2])},
+               "sft": {"in_domain": g(8.0, [7.0, 9.0], 0.3, [0.1, 0.5])},
+               "grpo": {"in_domain": g(8.5, [7.5, 9.5], 0.35, [0.2, 0.5])}}
+    md = comparison_markdown(summary, 15)
+    assert "| grpo | in_domain | 10 | 8.50 [7.50, 9.50] | 0.350 [0.200, 0.500] | 1.00 | 0.00 | 0.10 |" in md
+    assert "- grpo vs base, in_domain: reward +7.500 (intervals do not overlap); F1 +0.250 (intervals overlap)" in md
+    assert "- grpo vs sft, in_domain: reward +0.500 (intervals overlap)" in md

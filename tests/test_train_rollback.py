@@ -13,6 +13,7 @@ from transformers import TrainerCallback
 from rubricrl.models import build_tiny_model
 from rubricrl.train.checkpoints import MARKER, list_checkpoints, prune
 from rubricrl.train.grpo import STATE_FILE, train_grpo
+from rubricrl.train.report import training_markdown
 from rubricrl.train.rollback import SpikeDetector, TrainingError, last_good_step
 from rubricrl.train.settings import RollbackSettings
 from tests.train_helpers import FakeKL, rubric_reward, tiny_settings, tiny_tasks
@@ -65,6 +66,11 @@ def test_spike_restores_last_good_checkpoint_and_raises_beta(tiny_model, tmp_pat
     assert steps == [1, 2, 3, 4, 5, 6]  # the rolled-back steps 2-3 were redone, not appended
     assert (tmp_path / "run" / "model" / "model.safetensors").is_file()
     assert json.loads((tmp_path / "run" / STATE_FILE).read_text())["beta"] == 0.04
+    # The rollback appears in the person-readable report, and every step has a row.
+    report = training_markdown(result)
+    assert "rollbacks: 1" in report and "0.02 -> 0.04" in report and "checkpoint-1 |" in report
+    assert [line.split("|")[1].strip() for line in report.splitlines()
+            if line.startswith("| ") and line.split("|")[1].strip().isdigit()] == ["3", "1", "2", "3", "4", "5", "6"]
 
 
 def test_persistent_spike_exhausts_rollbacks(tiny_model, tmp_path):

@@ -1,0 +1,76 @@
+"""A person-readable GRPO training report (markdown) from train_grpo's result dict.
+
+One row per logged step (reward, its spread, KL, entropy, length, each criterion's mean) and every
+rollback, so a reader sees the trend and the safety events without opening MLflow.
+"""
+
+from __future__ import annotations
+
+STEP_COLUMNS = (  # (log key, header)
+    ("reward", "reward"),
+    ("reward_std", "reward std"),
+    ("frac_reward_zero_std", "zero-std groups"),
+    ("kl", "KL"),
+    ("entropy", "entropy"),
+    ("completions/mean_length", "mean length"),
+    ("completions/clipped_ratio", "clipped"),
+    ("learning_rate", "lr"),
+)
+
+
+def _num(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1e-2 and v != 0 else f"{v:.3f}".rstrip("0").rstrip(".")
+    return str(v)
+
+
+def step_logs(log_history: list[dict]) -> list[dict]:
+    """The per-step entries (TRL also logs a final summary without `reward`)."""
+    return [e for e in log_history if "step" in e and "reward" in e]
+
+
+def reward_trend(log_history: list[dict], k: int = 5) -> tuple[float, float] | None:
+    """Mean training reward over the first and the last k logged steps (k at most half the steps)."""
+    rewards = [e["reward"] for e in step_logs(log_history)]
+    if not rewards:
+        return None
+    k = max(1, min(k, len(rewards) // 2))
+    return sum(rewards[:k]) / k, sum(rewards[-k:]) / k
+
+
+def training_markdown(result: dict, title: str = "GRPO training report") -> str:
+    steps = step_logs(result.get("log_history", []))
+    criteria = sorted({key.split("/")[1] for e in steps for key in e
+                       if key.startswith("rewards/") and key.endswith("/mean")})
+    lines = [f"# {title}", ""]
+    lines.append(f"- steps: {result['global_step']} (resumed from step {result.get('resumed_from_step') or 0}); "
+                 f"processes: {result.get('world_size', 1)}; wall time: {result.get('train_seconds', 0):.0f} s")
+    lines.append(f"- final beta: {result['beta']:g}; rollbacks: {len(result.get('rollbacks', []))}")
+    trend = reward_trend(result.get("log_history", []))
+    if trend:
+        lines.append(f"- training reward: first steps {trend[0]:.3f} -> last steps {trend[1]:.3f}")
+    if result.get("skipped_task_ids"):
+        lines.append(f"- tasks skipped (prompt longer than max_prompt_length): {len(result['skipped_task_ids'])}")
+    lines += ["", "## Rollbacks", ""]
+    rollbacks = result.get("rollbacks", [])
+    if rollbacks:
+        lines.append("| step | reason | KL | reward | beta | restored step | checkpoint |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for r in rollbacks:
+            lines.append(f"| {r['step']} | {r['reason']} | {_num(r['kl'])} | {_num(r['reward'])} | "
+                         f"{r['old_beta']:g} -> {r['new_beta']:g} | {r['restored_step']} | {r['checkpoint'] or 'initial model'} |")
+    else:
+        lines.append("None: KL and reward stayed within the rollback bounds.")
+    lines += ["", "## Steps", "",
+              "Values as TRL logs them; a step's reward and KL are measured before its update. "
+              "`zero-std groups` is the share of prompts whose completions all scored alike (no learning signal). "
+              "Criterion columns are unweighted means; a penalty's column is the amount taken off.", ""]
+    headers = [h for _, h in STEP_COLUMNS] + criteria
+    lines.append("| step | " + " | ".join(headers) + " |")
+    lines.append("|---" * (len(headers) + 1) + "|")
+    for e in steps:
+        cells = [_num(e.get(key)) for key, _ in STEP_COLUMNS] + [_num(e.get(f"rewards/{c}/mean")) for c in criteria]
+        lines.append(f"| {e['step']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
