@@ -18,11 +18,11 @@ def _overlap(a: list[float] | None, b: list[float] | None) -> bool:
 def comparison_markdown(summary: dict[str, dict[str, dict]], max_total: float | None = None) -> str:
     """`summary[model][part]` is a headline dict (reward_mean, reward_ci, f1, f1_ci, rates, n), models in
     training order (base, sft, grpo)."""
-    out = "of " + f"{max_total:g}" if max_total else ""
+    out_of = f"of {max_total:g}" if max_total else ""
     lines = ["# Task evaluation: models compared", "",
-             f"Greedy decoding on the test split. Reward is the rubric total {out}; intervals are bootstrap 95%.",
+             f"Greedy decoding on the test split. Reward is the rubric total {out_of}; intervals are bootstrap 95%.",
              "", "| model | part | n | " + " | ".join(COLUMNS) + " |", "|---" * (len(COLUMNS) + 3) + "|"]
-    parts = [p for p in next(iter(summary.values()))]
+    parts = list(next(iter(summary.values())))
     for part in parts:
         for model, groups in summary.items():
             g = groups.get(part)
