@@ -88,7 +88,8 @@ def cmd_rubric_calibrate(args) -> None:
 
     params = _params(args.params)
     rubric = load_rubric(args.rubric)
-    cal = run_calibration(rubric, load_tasks(args.tasks), params, policy_responses=args.policy_responses)
+    cal = run_calibration(rubric, load_tasks(args.tasks), params, policy_responses=args.policy_responses,
+                          policy_model=args.policy_model)
     metrics = write_outputs(Path(args.out_dir), rubric, cal, params, [])
     print(json.dumps(metrics, indent=2))
     print(f"report: {Path(args.out_dir) / 'report.md'}; calibrated rubric: {Path(args.out_dir) / 'rubric.yaml'}")
@@ -99,7 +100,7 @@ def cmd_rubric_gate(args) -> None:
 
     params = _params(args.params)
     report = json.loads(Path(args.report).read_text(encoding="utf-8"))
-    check_gate(report, params.rubric.min_spearman, params.rubric.allow_gate_failures)
+    check_gate(report, params.rubric, params.rubric.allow_gate_failures)
     print(f"{args.report}: gate passed")
 
 
@@ -119,12 +120,15 @@ def cmd_eval(args) -> None:
     out = Path(args.out or Path("outputs/eval") / Path(args.model).name)
     metrics = evaluate_model(args.model, load_tasks(args.tasks), scorer, out, batch_size=args.batch_size,
                              max_new_tokens=args.max_new_tokens, n_boot=params.eval.n_boot)
-    print(f"{'part':<18}{'n':>5}{'reward':>9}{'95% CI':>18}{'F1':>7}{'valid':>7}{'extra':>7}{'invent':>7}")
+    print(f"{'part':<18}{'n':>5}{'reward':>9}{'95% CI':>18}{'acc':>7}{'null':>7}{'invent':>7}{'valid':>7}{'extra':>7}")
+    nan = float("nan")
     for part, g in {"all": metrics["all"], **metrics["parts"]}.items():
-        f1 = g["gold"]["f1"] if g.get("gold") else float("nan")
-        ci = f"[{g['reward_ci'][0]:.2f}, {g['reward_ci'][1]:.2f}]"
-        print(f"{part:<18}{g['n']:>5}{g['reward_mean']:>9.3f}{ci:>18}{f1:>7.3f}{g['json_valid_rate']:>7.2f}"
-              f"{g['extra_text_rate']:>7.2f}{g['invented_rate']:>7.2f}")
+        st = g.get("strict") or {}
+        acc, null, inv = (nan if st.get(k) is None else st[k]
+                          for k in ("field_accuracy", "null_for_present_rate", "invented_rate"))
+        ci = f"[{g['reward_ci'][0]:.2f}, {g['reward_ci'][1]:.2f}]" if g.get("reward_ci") else "-"
+        print(f"{part:<18}{g['n']:>5}{g['reward_mean']:>9.3f}{ci:>18}{acc:>7.3f}{null:>7.3f}{inv:>7.3f}"
+              f"{g['json_valid_rate']:>7.2f}{g['extra_text_rate']:>7.2f}")
     print(f"wrote {out}/metrics.json, responses.jsonl, samples.md")
 
 
@@ -204,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--rubric", required=True)
     rc.add_argument("--tasks", required=True, help="validation tasks with reference answers")
     rc.add_argument("--policy-responses", help="JSONL (id, response) of policy samples to add")
+    rc.add_argument("--policy-model", help="sample rubric.policy_samples answers per task from this model folder")
     rc.add_argument("--out-dir", default="outputs/rubric")
     rc.add_argument("--params", default="params.yaml")
     rc.set_defaults(fn=cmd_rubric_calibrate)

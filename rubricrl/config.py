@@ -59,10 +59,15 @@ class RubricParams(Section):
     llm_proposals: bool = False  # also ask scoring.openai_judge for semantic criteria (the seed's method)
     n_answers: int = Field(20, ge=4)  # sampled good and bad answers shown to that model
     n_calibration: int = Field(50, ge=5)  # validation tasks (gold + one corruption per failure mode each)
-    policy_responses: str | None = None  # optional JSONL (id, response) of policy samples to add
+    policy_responses: str | None = None  # optional JSONL (id, response) of policy samples, instead of sampling
+    policy_samples: int = Field(4, ge=0)  # on-policy calibration: samples per task from the GRPO start model (0: off)
+    policy_tasks: int = Field(12, ge=1)  # ... on the first N calibration tasks, at grpo.temperature / max_completion_length
     min_auc: float = Field(0.6, ge=0.5, le=1.0)  # a component must separate gold from its targets this well
     keep_weak: bool = False  # keep non-discriminating components (with a warning) instead of dropping
-    min_spearman: float = Field(0.5, ge=-1, le=1)  # bar for Spearman(reward, gold F1); seed 2 says > 0.4
+    min_margin: float = Field(0.4, ge=0)  # every probe must score at least this far below gold, on every task
+    min_spearman: float = Field(0.5, ge=-1, le=1)  # Spearman(reward, strict field accuracy) on the corruption set
+    min_policy_spearman: float = Field(0.4, ge=-1, le=1)  # ... on the policy's own samples (seed 004: > 0.4)
+    min_policy_pairwise: float = Field(0.7, ge=0, le=1)  # reward orders two samples of a task as the true metric does
     allow_gate_failures: bool = False  # explicit override: train despite failed probes (logged)
     seed: int = 0
 

@@ -1,4 +1,5 @@
-"""DVC stage `eval_task`: greedy generations on the test split from base, SFT and GRPO, scored and compared."""
+"""DVC stage `eval_task`: greedy generations on the test split from base, SFT and GRPO, scored with the
+rubric and the strict true metric, and compared by paired differences."""
 
 from pathlib import Path
 
@@ -12,18 +13,21 @@ from rubricrl.taskfile import load_tasks
 
 MODELS = {"base": "outputs/models/base", "sft": "outputs/models/sft", "grpo": "outputs/grpo/model"}
 OUT, METRICS = Path("outputs/eval"), "metrics/eval.json"
-HEADLINE = ("reward_mean", "json_valid_rate", "clean_json_rate", "extra_text_rate", "invented_rate")
+HEADLINE = ("n", "reward_mean", "reward_ci", "json_valid_rate", "clean_json_rate", "extra_text_rate", "strict",
+            "components")
 
 
 def headline(group: dict) -> dict:
     """The numbers a person compares first, with their 95% bootstrap intervals."""
-    out = {"n": group["n"], **{k: group[k] for k in HEADLINE}}
-    out["reward_ci"] = group["reward_ci"]
-    if group.get("gold"):
-        out.update(f1=group["gold"]["f1"], f1_ci=group["gold"]["f1_ci"], precision=group["gold"]["precision"],
-                   recall=group["gold"]["recall"])
-    out["components"] = group["components"]
-    return out
+    return {k: group[k] for k in HEADLINE}
+
+
+def flat_metrics(name: str, part: str, h: dict) -> dict:
+    """MLflow metrics of one model and part: the reward, rates and strict metrics (numbers only)."""
+    flat = {k: v for k, v in h.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    flat.update({f"strict.{k}": v for k, v in (h.get("strict") or {}).items()
+                 if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    return {f"{name}.{part}.{k}": v for k, v in flat.items()}
 
 
 def test_slice(tasks, max_per_part):
@@ -41,7 +45,7 @@ def test_slice(tasks, max_per_part):
 
 
 def main() -> None:
-    from rubricrl.evals.compare import comparison_markdown
+    from rubricrl.evals.compare import comparison_markdown, paired_comparisons
     from rubricrl.evals.task_eval import evaluate_model
 
     params = load_params()
@@ -49,7 +53,7 @@ def main() -> None:
     tasks = test_slice(load_tasks("data/test.jsonl"), cfg.max_per_part)
     scorer = RubricScorer(load_rubric("outputs/rubric/rubric.yaml"), judge_override=params.scoring.judge_config(),
                           policy_model=params.policy.model)
-    summary = {}
+    summary, samples = {}, {}
     with tracking.stage_run(params.tracking, "eval_task", {"eval": cfg.model_dump()},
                             inputs=["data/test.jsonl"]) as mlflow:
         for name, model_dir in MODELS.items():
@@ -58,15 +62,19 @@ def main() -> None:
                                      n_boot=cfg.n_boot)
             groups = {"all": metrics["all"], **metrics["parts"]}
             summary[name] = {part: headline(g) for part, g in groups.items()}
+            samples[name] = metrics["samples"]
             if mlflow:
                 for part, h in summary[name].items():
-                    mlflow.log_metrics({f"{name}.{part}.{k}": v for k, v in h.items() if isinstance(v, (int, float))})
+                    mlflow.log_metrics(flat_metrics(name, part, h))
                 mlflow.log_table({k: [row.get(k) for row in metrics["samples"]] for k in ("id", "part", "total", "response")},
                                  f"eval/{name}_samples.json")
                 mlflow.log_artifacts(str(OUT / name), f"eval/{name}")
-        write_text(OUT / "report.md", comparison_markdown(summary, scorer.rubric.max_total))
-        write_json(METRICS, summary)
+        paired = paired_comparisons(samples, n_resamples=cfg.n_boot)
+        write_text(OUT / "report.md", comparison_markdown(summary, paired, scorer.rubric.max_total))
+        write_json(METRICS, {"models": summary, "paired": paired})
         if mlflow:
+            mlflow.log_metrics({f"paired.{r['model']}-{r['vs']}.{r['part']}.{r['metric']}.{k}": r[k]
+                                for r in paired for k in ("diff", "p") if r[k] is not None})
             mlflow.log_artifact(str(OUT / "report.md"), "eval")
         print(f"eval_task: {OUT / 'report.md'}")
 

@@ -32,14 +32,16 @@ def main() -> None:
     params = load_params()
     cfg = params.grpo
     report = json.loads((RUBRIC_DIR / "report.json").read_text(encoding="utf-8"))
-    overridden = check_gate(report, params.rubric.min_spearman, params.rubric.allow_gate_failures)
+    overridden = check_gate(report, params.rubric, params.rubric.allow_gate_failures)
     for fail in overridden:
         print(f"warning: training despite a failed rubric gate (rubric.allow_gate_failures): {fail}", file=sys.stderr)
     tasks = load_tasks("data/train.jsonl")[: cfg.max_tasks]
+    # The hack monitor's fixed slice: the last validation tasks with gold answers.
+    monitor_tasks = [t for t in load_tasks("data/val.jsonl") if t.reference is not None][-cfg.monitor.n_tasks:]
     model_dir = MODELS[cfg.start_from]
     rubric_text = (RUBRIC_DIR / "rubric.yaml").read_text(encoding="utf-8")
     # Checkpoints of another configuration must never be resumed: start over when anything changed.
-    stamp = fingerprint(cfg.model_dump(mode="json"), [t.id for t in tasks], rubric_text,
+    stamp = fingerprint(cfg.model_dump(mode="json"), [t.id for t in tasks], [t.id for t in monitor_tasks], rubric_text,
                         tracking.file_md5(Path(model_dir) / "model.safetensors"))
     stamp_file = OUT / "fingerprint.json"
     resume = stamp_file.exists() and json.loads(stamp_file.read_text()).get("fingerprint") == stamp
@@ -53,10 +55,11 @@ def main() -> None:
                             inputs=["data/train.jsonl", RUBRIC_DIR / "rubric.yaml"]) as mlflow:
         if mlflow and overridden:
             mlflow.set_tag("rubric.gate_override", " | ".join(overridden))
-        result = train_grpo(model_dir, tasks, OUT, cfg, reward, resume=resume)
+        result = train_grpo(model_dir, tasks, OUT, cfg, reward, resume=resume, monitor_tasks=monitor_tasks)
         trend = reward_trend(result["log_history"])
         metrics = {"steps": result["global_step"], "resumed_from_step": result["resumed_from_step"] or 0,
                    "rollbacks": len(result["rollbacks"]), "final_beta": result["beta"],
+                   "hack_rollbacks": sum(r.get("kind") == "reward_hacking" for r in result["rollbacks"]),
                    "wall_seconds": round(result["train_seconds"], 1),
                    "reward_first": round(trend[0], 4) if trend else None,
                    "reward_last": round(trend[1], 4) if trend else None}

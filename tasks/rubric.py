@@ -1,4 +1,5 @@
-"""DVC stage `rubric`: draft a rubric from the task data, calibrate it on validation tasks, report."""
+"""DVC stage `rubric`: draft a rubric from the task data, calibrate it on validation tasks (gold,
+corruptions and samples of the model GRPO starts from), report."""
 
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from rubricrl.taskfile import load_tasks
 
 OUT_DIR = Path("outputs/rubric")
 METRICS = "metrics/rubric.json"
+POLICY = {"sft": "outputs/models/sft", "base": "outputs/models/base"}  # grpo.start_from -> model folder
 
 
 def main() -> None:
@@ -19,11 +21,11 @@ def main() -> None:
                                                         "scoring.judge": params.scoring.judge},
                             inputs=["data/train.jsonl", "data/val.jsonl"]) as mlflow:
         draft, problems = generate_draft(load_tasks("data/train.jsonl"), params)
-        cal = run_calibration(draft, load_tasks("data/val.jsonl"), params)
+        cal = run_calibration(draft, load_tasks("data/val.jsonl"), params, policy_model=POLICY[params.grpo.start_from])
         metrics = write_outputs(OUT_DIR, draft, cal, params, problems)
         write_json(METRICS, metrics)
         if mlflow:
-            mlflow.log_metrics(metrics)
+            mlflow.log_metrics({k: v for k, v in metrics.items() if v is not None})
             mlflow.log_artifacts(str(OUT_DIR), "rubric")
             tracking.log_outputs(mlflow, [OUT_DIR / "rubric.yaml"])
 

@@ -17,7 +17,7 @@ import pytest
 from rubricrl.data.domains import ALL
 from rubricrl.data.domains.base import Record
 from rubricrl.data.generate import DEFAULT_HELDOUT, DOMAINS, generate_dataset
-from rubricrl.grounding import normalize_text, source_for
+from rubricrl.grounding import normalize_text, rules_for, source_for
 from rubricrl.taskfile import check_task_row
 
 SEED_DOMAINS = ("product_review", "customer_service", "news")
@@ -141,12 +141,12 @@ def test_meta_fields(tasks):
 def test_gold_values_are_grounded_in_the_text(tasks):
     """Every non-null gold string or number (not enum, boolean or reformatted) is supported."""
     for t in tasks:
-        src = source_for(t.text)
+        src, rules = source_for(t.text), rules_for(t)
         derived = set(t.meta.get("derived_fields", []))
         for name, value in t.reference.items():
             if value is None or name in derived or isinstance(value, bool) or "enum" in t.properties[name]:
                 continue
-            assert src.supports(value), (t.id, name, value, t.text)
+            assert src.supports(value, rules[name]), (t.id, name, value, t.text)
 
 
 def test_derived_values_are_reformatted_dates_or_times(tasks):
@@ -166,7 +166,7 @@ def test_unit_conversions_are_applied(tasks):
                     r"_(g|grams|kg|minutes|min|hours|h|cents|in_cents|k|thousands|millions|musd|billions|yi|wan|100m_cny|"
                     r"10k_yuan|million_usd|yi_yuan|wan_yuan)$", name):
                 seen += 1
-                assert source_for(t.text).supports(value)
+                assert source_for(t.text).supports(value, rules_for(t)[name])  # the constraint asks for the unit
     assert seen > 30
 
 

@@ -15,7 +15,7 @@ BIN = Path(sys.executable).parent
 TOP_SKIP = {".git", ".venv", "mlruns", ".prefect", ".cache", "data", "metrics", "outputs", "dvc.lock", ".pytest_cache"}
 
 
-def make_project(tmp_path: Path, **data_params) -> Path:
+def make_project(tmp_path: Path, sections: dict | None = None, **data_params) -> Path:
     proj = tmp_path / "proj"
     def ignore(folder, names):  # run outputs only at the top (rubricrl/data is code)
         top = Path(folder) == ROOT
@@ -24,6 +24,8 @@ def make_project(tmp_path: Path, **data_params) -> Path:
     shutil.copytree(ROOT, proj, ignore=ignore)
     params = yaml.safe_load((proj / "params.yaml").read_text())
     params["data"].update(data_params)
+    for name, values in (sections or {}).items():
+        params[name].update(values)
     (proj / "params.yaml").write_text(yaml.safe_dump(params))
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]):
@@ -36,10 +38,21 @@ def rubricrl(proj: Path, *args) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "rubricrl"), *args], cwd=proj, env=env, text=True, capture_output=True, timeout=600)
 
 
+# The chain up to the rubric on a tiny random policy: the rubric stage samples the SFT model.
+TINY_CHAIN = ("data", "prepare_model", "sft", "rubric")
+
+
 @pytest.mark.slow
 def test_pipeline_runs_stages_tracks_lineage_and_skips_up_to_date(tmp_path):
-    proj = make_project(tmp_path, n_train=40, n_test=12, n_val=10)
-    first = rubricrl(proj, "pipeline", "run", "--stage", "data", "--stage", "rubric")
+    from rubricrl.models import build_tiny_model
+
+    tiny = build_tiny_model(tmp_path / "tiny")
+    proj = make_project(tmp_path, sections={
+        "policy": {"model": str(tiny)}, "sft": {"max_steps": 1, "max_tasks": 4, "per_device_batch_size": 2},
+        "rubric": {"policy_tasks": 2, "policy_samples": 2}, "grpo": {"max_completion_length": 8}},
+        n_train=40, n_test=12, n_val=10)
+    stages = [arg for name in TINY_CHAIN for arg in ("--stage", name)]
+    first = rubricrl(proj, "pipeline", "run", *stages)
     assert first.returncode == 0, first.stderr[-3000:]
     assert len((proj / "data" / "train.jsonl").read_text().splitlines()) == 40
     stats = json.loads((proj / "metrics" / "data.json").read_text())
@@ -57,6 +70,10 @@ def test_pipeline_runs_stages_tracks_lineage_and_skips_up_to_date(tmp_path):
     assert stage.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert rubric_run.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert rubric_run.data.metrics["pairwise_accuracy"] == 1.0
+    assert rubric_run.data.metrics["policy_samples"] == 4  # 2 samples of each of 2 tasks from the SFT model
+    report = json.loads((proj / "outputs" / "rubric" / "report.json").read_text())
+    assert report["on_policy"]["n_samples"] == 4
+    assert any(f.startswith("on-policy") for f in report["gate_failures"])  # a random model gives no signal
     assert (proj / "outputs" / "rubric" / "rubric.yaml").exists() and (proj / "metrics" / "rubric.json").exists()
     assert stage.data.tags["dvc.md5.data/train.jsonl"] == md5["data/train.jsonl"]  # the stage's hash is DVC's
     assert parent.data.tags["dvc.md5.data/test.jsonl"] == md5["data/test.jsonl"]
@@ -64,7 +81,7 @@ def test_pipeline_runs_stages_tracks_lineage_and_skips_up_to_date(tmp_path):
     assert stage.data.params["data.n_train"] == "40"
     assert stage.data.metrics["train.n"] == 40
 
-    second = rubricrl(proj, "pipeline", "run", "--stage", "data", "--stage", "rubric")
+    second = rubricrl(proj, "pipeline", "run", *stages)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "didn't change, skipping" in second.stdout + second.stderr
     runs = mlflow.search_runs(experiment_names=["rubricrl"], output_format="list")

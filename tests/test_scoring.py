@@ -91,6 +91,9 @@ def defect_cases(task):
     if field:
         wrong = {**ref, field: _wrong_value(ref[field])}
         cases.append(("wrong_value", json.dumps(wrong, ensure_ascii=False), "faithfulness", "down"))
+        abstained = json.dumps({**ref, field: None}, ensure_ascii=False)
+        cases.append(("null_for_present", abstained, "missed_values", "up"))
+        cases.append(("null_for_present", abstained, "faithfulness", "down"))
     for name in _null_fields(task):
         value = _plausible_value(task.properties[name])
         if value is not None:
@@ -112,7 +115,7 @@ def test_each_single_defect_lowers_its_criterion_and_the_total(scorer, tasks):
             assert res.total < full.total, (task.id, name, res.total)
             seen.add(name)
     assert seen == {"chatter_before_json", "code_fence", "truncated_json", "empty_object", "prose",
-                    "missing_field", "wrong_type", "wrong_value", "invented_value"}
+                    "missing_field", "wrong_type", "wrong_value", "invented_value", "null_for_present"}
 
 
 def test_injected_instructions_never_raise_the_score(scorer, tasks):
@@ -160,7 +163,8 @@ def test_extra_fields_are_allowed(scorer, tasks):
 
 def test_every_component_has_score_max_weight_and_reason(scorer, tasks):
     out = scorer.score(tasks[0], "Sure: " + gold_text(tasks[0])).to_dict()
-    for cid in ("format", "required_fields", "field_types", "faithfulness", "extra_text", "invented_values"):
+    for cid in ("format", "required_fields", "field_types", "faithfulness", "extra_text", "invented_values",
+                "missed_values"):
         assert set(out[cid]) == {"kind", "score", "max", "weight", "reason"}
         assert out[cid]["reason"]
     assert out["extra_text"]["weight"] == -1.0
@@ -175,7 +179,7 @@ def test_reward_function_for_trl(scorer, tasks):
     assert reward.last_results[1].component("format").reason == "no JSON object in the response"
     funcs, weights = reward.component_funcs()
     assert [f.__name__ for f in funcs] == ["format", "required_fields", "field_types", "faithfulness",
-                                           "extra_text", "invented_values"]
+                                           "extra_text", "invented_values", "missed_values"]
     per_component = [f(prompts=None, completions=chat, task_id=[tasks[0].id] * 2) for f in funcs]
     for i in range(2):
         assert sum(w * c[i] for w, c in zip(weights, per_component)) == pytest.approx(totals[i])

@@ -1,5 +1,5 @@
-"""Task evaluation: exact rates and gold F1 on hand-made responses, deterministic CIs, parts apart,
-and the end-to-end generate + evaluate + write path on a tiny random model."""
+"""Task evaluation: exact rates and the strict true metric on hand-made responses, deterministic CIs,
+parts apart, paired comparisons, and the end-to-end generate + evaluate + write path on a tiny random model."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rubricrl.evals import evaluate_model, evaluate_responses, generate_responses, generate_with_stats
+from rubricrl.evals.generate import generate_responses, generate_with_stats
+from rubricrl.evals.task_eval import evaluate_model, evaluate_responses
 from rubricrl.evals.generate import load_for_generation
 from rubricrl.rubric.scoring import RubricScorer
 from rubricrl.rubric.spec import load_rubric
@@ -35,13 +36,13 @@ def make_task(tid: str, part: str | None, text: str = TEXT, reference=GOLD) -> T
                 meta={"part": part} if part else {})
 
 
-# (task id, part, response, per-task tp/fp/fn)
+# (task id, part, response, strict fields right of 3)
 CASES = [
-    ("gold", "in_domain", GOLD_JSON, (2, 0, 0)),  # clean, exact
-    ("chatty", "in_domain", "Sure, here it is:\n" + GOLD_JSON, (2, 0, 0)),  # embedded: extra text
-    ("invented", "held_out_domain", '{"name": "Acme Lamp", "price": 25, "color": "red"}', (2, 1, 0)),
-    ("prose", "held_out_domain", "I cannot find anything.", (0, 0, 2)),  # no JSON: extra text, misses
-    ("truncated", "val", '{"name": "Acme La', (0, 0, 2)),  # broken: not valid, no extra text
+    ("gold", "in_domain", GOLD_JSON, 3),  # clean, exact
+    ("chatty", "in_domain", "Sure, here it is:\n" + GOLD_JSON, 3),  # embedded: extra text
+    ("invented", "held_out_domain", '{"name": "Acme Lamp", "price": 25, "color": "red"}', 2),
+    ("prose", "held_out_domain", "I cannot find anything.", 0),  # no JSON: extra text, misses
+    ("truncated", "val", '{"name": "Acme La', 0),  # broken: not valid, no extra text
 ]
 
 
@@ -52,23 +53,23 @@ def hand(scorer):
     return tasks, responses, evaluate_responses(tasks, responses, scorer, n_boot=500, seed=0)
 
 
-def test_rates_and_f1_exact(hand, scorer):
+def test_rates_and_strict_metric_exact(hand, scorer):
     tasks, responses, m = hand
     a = m["all"]
     assert a["n"] == 5
     assert a["json_valid_rate"] == pytest.approx(3 / 5)
     assert a["clean_json_rate"] == pytest.approx(2 / 5)
     assert a["extra_text_rate"] == pytest.approx(2 / 5)
-    assert a["invented_rate"] == pytest.approx(1 / 5)
-    g = a["gold"]
-    assert (g["n"], g["tp"], g["fp"], g["fn"]) == (5, 6, 1, 4)
-    assert g["precision"] == pytest.approx(6 / 7)
-    assert g["recall"] == pytest.approx(6 / 10)
-    assert g["f1"] == pytest.approx(12 / 17)
+    st = a["strict"]
+    assert st["n"] == 5 and st["field_accuracy"] == pytest.approx(8 / 15)
+    assert st["exact_object_rate"] == pytest.approx(2 / 5) and st["parsed_rate"] == pytest.approx(3 / 5)
+    assert st["invented_rate"] == pytest.approx(1 / 5)  # one of five gold-null colours answered
+    assert st["null_for_present_rate"] == 0.0  # unparsed answers are not abstentions
+    assert [s["strict"]["right"] for s in m["samples"]] == [c[3] for c in CASES]
     totals = [r.total for r in scorer.score_batch(list(zip(tasks, responses)))]
     assert a["reward_mean"] == pytest.approx(sum(totals) / 5)
     assert set(a["components"]) == {"format", "required_fields", "field_types", "faithfulness",
-                                    "extra_text", "invented_values"}
+                                    "extra_text", "invented_values", "missed_values"}
     assert a["components"]["invented_values"] == pytest.approx(1.0 / 5)  # one value at 1.0 per value
     assert a["components"]["format"] == pytest.approx((3 + 2 + 3 + 0 + 1) / 5)
 
@@ -78,8 +79,8 @@ def test_cis_contain_point_and_are_deterministic(hand, scorer):
     for grp in [m["all"], *m["parts"].values()]:
         lo, hi = grp["reward_ci"]
         assert lo <= grp["reward_mean"] <= hi
-        flo, fhi = grp["gold"]["f1_ci"]
-        assert 0.0 <= flo <= grp["gold"]["f1"] <= fhi <= 1.0
+        flo, fhi = grp["strict"]["field_accuracy_ci"]
+        assert 0.0 <= flo <= grp["strict"]["field_accuracy"] <= fhi <= 1.0
     lo, hi = m["all"]["reward_ci"]
     assert lo < hi  # the totals differ, so the interval has width
     again = evaluate_responses(tasks, responses, scorer, n_boot=500, seed=0)
@@ -98,11 +99,10 @@ def test_parts_reported_apart(hand):
     ind, held, val = (m["parts"][p] for p in ("in_domain", "held_out_domain", "val"))
     assert (ind["n"], held["n"], val["n"]) == (2, 2, 1)
     assert ind["json_valid_rate"] == 1.0 and ind["clean_json_rate"] == 0.5 and ind["extra_text_rate"] == 0.5
-    assert ind["invented_rate"] == 0.0 and ind["gold"]["f1"] == 1.0
-    assert held["json_valid_rate"] == 0.5 and held["extra_text_rate"] == 0.5 and held["invented_rate"] == 0.5
-    assert (held["gold"]["tp"], held["gold"]["fp"], held["gold"]["fn"]) == (2, 1, 2)
-    assert held["gold"]["f1"] == pytest.approx(4 / 7)
-    assert val["json_valid_rate"] == 0.0 and val["extra_text_rate"] == 0.0 and val["gold"]["f1"] == 0.0
+    assert ind["strict"]["invented_rate"] == 0.0 and ind["strict"]["field_accuracy"] == 1.0
+    assert held["json_valid_rate"] == 0.5 and held["extra_text_rate"] == 0.5 and held["strict"]["invented_rate"] == 0.5
+    assert held["strict"]["field_accuracy"] == pytest.approx(2 / 6)
+    assert val["json_valid_rate"] == 0.0 and val["extra_text_rate"] == 0.0 and val["strict"]["field_accuracy"] == 0.0
     assert val["reward_ci"] == [val["reward_mean"]] * 2  # one task: a degenerate interval
     assert [s["id"] for s in m["samples"]] == [c[0] for c in CASES]
     s = m["samples"][1]
@@ -114,8 +114,8 @@ def test_no_reference_and_no_part(scorer):
     tasks = [make_task("a", None, reference=None), make_task("b", None)]
     m = evaluate_responses(tasks, [GOLD_JSON, GOLD_JSON], scorer, n_boot=50)
     assert list(m["parts"]) == ["unspecified"]
-    assert m["all"]["gold"]["n"] == 1 and m["all"]["gold"]["f1"] == 1.0
-    assert evaluate_responses([make_task("a", "x", reference=None)], ["{}"], scorer, n_boot=0)["all"]["gold"] is None
+    assert m["all"]["strict"]["n"] == 1 and m["all"]["strict"]["field_accuracy"] == 1.0
+    assert evaluate_responses([make_task("a", "x", reference=None)], ["{}"], scorer, n_boot=0)["all"]["strict"] is None
     with pytest.raises(ValueError):
         evaluate_responses(tasks, [GOLD_JSON], scorer)
 
@@ -182,17 +182,25 @@ def test_evaluate_model_end_to_end(tiny_model, scorer, tmp_path):
     assert "format" in md.splitlines()[4] and "faithfulness" in md.splitlines()[4]
 
 
-def test_comparison_report_flags_separated_intervals():
-    from rubricrl.evals.compare import comparison_markdown
+def test_comparison_report_gives_paired_differences(hand, scorer):
+    """Paired by task: a model that fixes the invented colour gains exactly that field, with its CI and p."""
+    from rubricrl.evals.compare import comparison_markdown, paired_comparisons
 
-    def g(reward, ci, f1, f1_ci):
-        return {"n": 10, "reward_mean": reward, "reward_ci": ci, "f1": f1, "f1_ci": f1_ci,
-                "json_valid_rate": 1.0, "extra_text_rate": 0.0, "invented_rate": 0.1}
-
-    summary = {"base": {"in_domain": g(1.0, [0.5, 1.5], 0.1, [0.0, 0.2])},
-               "sft": {"in_domain": g(8.0, [7.0, 9.0], 0.3, [0.1, 0.5])},
-               "grpo": {"in_domain": g(8.5, [7.5, 9.5], 0.35, [0.2, 0.5])}}
-    md = comparison_markdown(summary, 15)
-    assert "| grpo | in_domain | 10 | 8.50 [7.50, 9.50] | 0.350 [0.200, 0.500] | 1.00 | 0.00 | 0.10 |" in md
-    assert "- grpo vs base, in_domain: reward +7.500 (intervals do not overlap); F1 +0.250 (intervals overlap)" in md
-    assert "- grpo vs sft, in_domain: reward +0.500 (intervals overlap)" in md
+    tasks, responses, base = hand
+    better = [GOLD_JSON if tid == "invented" else r for (tid, _, _, _), r in zip(CASES, responses)]
+    much_better = [GOLD_JSON] * len(CASES)
+    runs = {"base": base, "sft": evaluate_responses(tasks, better, scorer, n_boot=200),
+            "grpo": evaluate_responses(tasks, much_better, scorer, n_boot=200)}
+    paired = paired_comparisons({k: m["samples"] for k, m in runs.items()}, n_resamples=500)
+    row = next(r for r in paired if (r["model"], r["vs"], r["part"], r["metric"]) == ("sft", "base", "all", "field_accuracy"))
+    assert row["diff"] == pytest.approx(1 / 15) and row["n"] == 5
+    inv = next(r for r in paired if (r["model"], r["vs"], r["part"], r["metric"]) == ("sft", "base", "all", "invented_rate"))
+    assert inv["diff"] == pytest.approx(-1 / 5)
+    big = next(r for r in paired if (r["model"], r["vs"], r["part"], r["metric"]) == ("grpo", "base", "all", "field_accuracy"))
+    assert big["diff"] == pytest.approx(7 / 15) and big["ci"][0] > 0
+    assert {(r["model"], r["vs"]) for r in paired} == {("sft", "base"), ("grpo", "base"), ("grpo", "sft")}
+    assert {r["part"] for r in paired} == {"all", "in_domain", "held_out_domain", "val"}
+    summary = {k: {"all": m["all"], **m["parts"]} for k, m in runs.items()}
+    md = comparison_markdown(summary, paired, 15)
+    assert "| grpo - base | all |" in md and "overlap" not in md
+    assert "| sft | all | 5 |" in md

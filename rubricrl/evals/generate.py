@@ -77,6 +77,54 @@ def prompt_texts(tokenizer, tasks: Sequence[Task]) -> list[str]:
     ]
 
 
+def _decode_rows(rows, eos_ids, tokenizer) -> tuple[list[str], int, int]:
+    """Texts of generated token rows cut after their end token; (texts, new tokens, truncated count)."""
+    texts, new_tokens, truncated = [], 0, 0
+    for row in rows:
+        end = next((k for k, tok in enumerate(row) if tok in eos_ids), None)
+        if end is None:
+            truncated += 1
+            new_tokens += len(row)
+        else:
+            new_tokens += end + 1
+            row = row[:end + 1]
+        texts.append(tokenizer.decode(row, skip_special_tokens=True))
+    return texts, new_tokens, truncated
+
+
+def _generate(model, tokenizer, tasks: list[Task], batch_size: int, num_return_sequences: int = 1,
+              **gen_kwargs) -> tuple[list[list[str]], int, int]:
+    """Completions per task (input order), prompts batched longest first; (texts, new tokens, truncated)."""
+    import torch
+    from transformers import GenerationConfig
+
+    texts = prompt_texts(tokenizer, tasks)
+    # The chat template writes any BOS itself: do not add special tokens a second time.
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    order = sorted(range(len(tasks)), key=lambda i: (-len(ids[i]), i))
+    eos = model.generation_config.eos_token_id
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    eos_ids = set(eos if isinstance(eos, list) else [eos])
+    gen_config = GenerationConfig(eos_token_id=eos, pad_token_id=tokenizer.pad_token_id,
+                                  num_return_sequences=num_return_sequences, use_cache=True, **gen_kwargs)
+    out: list[list[str]] = [[] for _ in tasks]
+    new_tokens = truncated = 0
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        for b in range(0, len(order), batch_size):
+            chunk = order[b:b + batch_size]
+            batch = tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, padding=True, return_tensors="pt").to(device)
+            seqs = model.generate(**batch, generation_config=gen_config)
+            rows = seqs[:, batch["input_ids"].shape[1]:].tolist()
+            decoded, n_new, n_trunc = _decode_rows(rows, eos_ids, tokenizer)
+            new_tokens += n_new
+            truncated += n_trunc
+            for j, i in enumerate(chunk):
+                out[i] = decoded[j * num_return_sequences:(j + 1) * num_return_sequences]
+    return out, new_tokens, truncated
+
+
 def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size: int = 8,
                         max_new_tokens: int = 256, threads: int | None = None,
                         model_and_tokenizer=None) -> tuple[list[str], GenerationStats]:
@@ -84,11 +132,8 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
 
     Prompts are sorted by token length (longest first) so each batch pads little; only the new
     tokens are decoded, special tokens skipped. `model_and_tokenizer` reuses an already loaded pair
-    (as returned by load_for_generation) instead of loading `model_dir`.
+    (as returned by load_for_generation, or a model being trained) instead of loading `model_dir`.
     """
-    import torch
-    from transformers import GenerationConfig
-
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     threads = threads or default_threads()
@@ -97,40 +142,37 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
         return [], GenerationStats(0, 0, 0, 0.0, batch_size, max_new_tokens, threads)
     with _torch_threads(threads):
         model, tokenizer = model_and_tokenizer or load_for_generation(model_dir)
-        texts = prompt_texts(tokenizer, tasks)
-        # The chat template writes any BOS itself: do not add special tokens a second time.
-        ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
-        order = sorted(range(len(tasks)), key=lambda i: (-len(ids[i]), i))
-        eos = model.generation_config.eos_token_id
-        if eos is None:
-            eos = tokenizer.eos_token_id
-        eos_ids = set(eos if isinstance(eos, list) else [eos])
-        gen_config = GenerationConfig(
-            do_sample=False, num_beams=1, max_new_tokens=max_new_tokens,
-            eos_token_id=eos, pad_token_id=tokenizer.pad_token_id,
-        )
-        out: list[str | None] = [None] * len(tasks)
-        new_tokens = truncated = 0
         start = time.perf_counter()
-        with torch.inference_mode():
-            for b in range(0, len(order), batch_size):
-                chunk = order[b:b + batch_size]
-                batch = tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, padding=True,
-                                      return_tensors="pt")
-                seqs = model.generate(**batch, generation_config=gen_config)
-                gen = seqs[:, batch["input_ids"].shape[1]:]
-                for row, i in zip(gen.tolist(), chunk):
-                    end = next((k for k, tok in enumerate(row) if tok in eos_ids), None)
-                    if end is None:
-                        truncated += 1
-                        new_tokens += len(row)
-                    else:
-                        new_tokens += end + 1
-                        row = row[:end + 1]
-                    out[i] = tokenizer.decode(row, skip_special_tokens=True)
+        out, new_tokens, truncated = _generate(model, tokenizer, tasks, batch_size, do_sample=False, num_beams=1,
+                                               max_new_tokens=max_new_tokens)
         seconds = time.perf_counter() - start
     stats = GenerationStats(len(tasks), new_tokens, truncated, seconds, batch_size, max_new_tokens, threads)
-    return [o if o is not None else "" for o in out], stats
+    return [o[0] if o else "" for o in out], stats
+
+
+def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, temperature: float, max_new_tokens: int,
+                     top_p: float = 1.0, seed: int = 0, prompts_per_batch: int = 2,
+                     threads: int | None = None) -> tuple[list[list[str]], GenerationStats]:
+    """k sampled completions per task (the policy's own samples, as GRPO draws them), and timing stats.
+
+    Seeded with torch.manual_seed, so a run is repeatable on the same machine and library versions.
+    """
+    import torch
+
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    threads = threads or default_threads()
+    tasks = list(tasks)
+    with _torch_threads(threads):
+        model, tokenizer = load_for_generation(model_dir)
+        torch.manual_seed(seed)
+        start = time.perf_counter()
+        out, new_tokens, truncated = _generate(model, tokenizer, tasks, prompts_per_batch, num_return_sequences=k,
+                                               do_sample=True, temperature=temperature, top_p=top_p, top_k=0,
+                                               max_new_tokens=max_new_tokens)
+        seconds = time.perf_counter() - start
+    stats = GenerationStats(len(tasks) * k, new_tokens, truncated, seconds, prompts_per_batch * k, max_new_tokens, threads)
+    return out, stats
 
 
 def generate_responses(model_dir: str | Path, tasks: Sequence[Task], batch_size: int = 8,

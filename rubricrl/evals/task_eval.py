@@ -1,4 +1,5 @@
-"""Task evaluation: rubric reward, format rates and gold field F1 per split part, with bootstrap CIs.
+"""Task evaluation per split part: the rubric reward and format rates, and the strict true metric
+(`rubricrl.evals.strict`, no code shared with the reward) with bootstrap 95% intervals.
 
 evaluate_responses scores given responses; evaluate_model generates them greedily first and
 writes metrics.json, responses.jsonl and samples.md to an output folder (each atomically).
@@ -12,11 +13,10 @@ from typing import Sequence
 import numpy as np
 
 from rubricrl.atomic import write_json, write_jsonl, write_text
-from rubricrl.evals.bootstrap import bootstrap_cis, micro_f1
+from rubricrl.evals.bootstrap import ratio_ci
 from rubricrl.evals.generate import generate_with_stats
-from rubricrl.metrics import field_counts
+from rubricrl.evals.strict import StrictCounts, strict_counts, summarize
 from rubricrl.rubric.parse import Shape, parse_response
-from rubricrl.rubric.rules import invented_fields
 from rubricrl.rubric.scoring import RubricScorer
 from rubricrl.taskfile import Task
 
@@ -34,18 +34,28 @@ def _ordered_parts(parts: Sequence[str]) -> list[str]:
     return [p for p in PART_ORDER if p in present] + sorted(present - set(PART_ORDER))
 
 
+STRICT_ROW = ("right", "fields", "present", "present_right", "null_for_present", "absent", "invented", "exact")
+
+
+def strict_row(c: StrictCounts | None) -> dict:
+    """Per-task strict counts as written to responses.jsonl (paired comparisons read them back)."""
+    if c is None:
+        return {}
+    return {k: int(getattr(c, k)) for k in STRICT_ROW}
+
+
 def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: RubricScorer,
                        n_boot: int = 1000, seed: int = 0) -> dict:
     """Metrics of `responses` (one per task, same order), overall and per part.
 
     Returns {"all": group, "parts": {part: group}, "samples": rows, "settings": {...}}, where a
-    group holds: n; reward_mean and reward_ci (percentile bootstrap, 95%); components (mean score per
-    rubric component; a penalty's score is the amount it took off); json_valid_rate (a JSON object
-    was found, clean or embedded); clean_json_rate (the whole response is one object); extra_text_rate
-    (any character outside the object, prose-only answers included); invented_rate (>= 1 value the
-    source does not support, as rules.invented_fields / the invented_values penalty count them);
-    gold: micro precision/recall/F1 over the part's tasks that have a reference (summed tp/fp/fn),
-    f1_ci (tasks resampled), or None when no task has one.
+    group holds: n; reward_mean and reward_ci (percentile bootstrap over tasks, 95%); components (mean
+    score per rubric component; a penalty's score is the amount it took off); json_valid_rate (a JSON
+    object was found, clean or embedded); clean_json_rate (the whole response is one object);
+    extra_text_rate (any character outside the object, prose-only answers included); strict: the true
+    metric over the tasks that have a reference (field_accuracy, present_accuracy, exact_object_rate,
+    null_for_present_rate, invented_rate, parsed_rate, n; rubricrl.evals.strict) with
+    field_accuracy_ci, or None when no task has one.
     The bootstrap is seeded per group, so a group's CIs do not depend on which other parts exist.
     """
     tasks, responses = list(tasks), list(responses)
@@ -56,43 +66,31 @@ def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: 
     n = len(tasks)
     totals = np.array([r.total for r in results], dtype=float)
     comp_scores = {cid: np.array([r.component(cid).score for r in results], dtype=float) for cid in comp_ids}
-    valid, clean, extra, invented = (np.zeros(n, dtype=float) for _ in range(4))
-    counts = np.full((n, 3), np.nan)
+    valid, clean, extra = (np.zeros(n, dtype=float) for _ in range(3))
+    counts: list[StrictCounts | None] = []
     for i, (task, resp) in enumerate(zip(tasks, responses)):
         parsed = parse_response(resp)
         valid[i] = parsed.obj is not None
         clean[i] = parsed.shape == Shape.CLEAN
         extra[i] = parsed.extra_chars > 0
-        if parsed.obj is not None:
-            invented[i] = bool(invented_fields(scorer.context(task), parsed.obj))
-        if task.reference is not None:
-            fc = field_counts(task, resp)
-            counts[i] = (fc.tp, fc.fp, fc.fn)
+        counts.append(strict_counts(task, resp) if task.reference is not None else None)
     parts = [task_part(t) for t in tasks]
 
     def group(idx: np.ndarray) -> dict:
-        sub_counts = counts[idx]
-        gold_rows = sub_counts[~np.isnan(sub_counts).any(axis=1)]
-        cis = bootstrap_cis({"reward": totals[idx]}, sub_counts, n_boot, seed)
         out = {
             "n": int(len(idx)),
             "reward_mean": float(totals[idx].mean()),
-            "reward_ci": cis["reward"],
+            "reward_ci": ratio_ci(totals[idx], None, n_boot, seed),
             "components": {cid: float(comp_scores[cid][idx].mean()) for cid in comp_ids},
             "json_valid_rate": float(valid[idx].mean()),
             "clean_json_rate": float(clean[idx].mean()),
             "extra_text_rate": float(extra[idx].mean()),
-            "invented_rate": float(invented[idx].mean()),
-            "gold": None,
+            "strict": None,
         }
-        if len(gold_rows):
-            tp, fp, fn = (float(x) for x in gold_rows.sum(axis=0))
-            p = tp / (tp + fp) if tp + fp else 1.0
-            r = tp / (tp + fn) if tp + fn else 1.0
-            out["gold"] = {
-                "n": int(len(gold_rows)), "tp": tp, "fp": fp, "fn": fn,
-                "precision": p, "recall": r, "f1": float(micro_f1(tp, fp, fn)), "f1_ci": cis["f1"],
-            }
+        gold = [counts[i] for i in idx if counts[i] is not None]
+        if gold:
+            out["strict"] = {**summarize(gold), "field_accuracy_ci": ratio_ci(
+                [c.right for c in gold], [c.fields for c in gold], n_boot, seed)}
         return out
 
     metrics: dict = {
@@ -106,6 +104,7 @@ def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: 
     metrics["samples"] = [
         {
             "id": t.id, "part": parts[i], "response": responses[i], "total": results[i].total,
+            "strict": strict_row(counts[i]),
             "components": {c.id: {"kind": c.kind, "score": c.score, "reason": c.reason} for c in results[i].components},
         }
         for i, t in enumerate(tasks)
@@ -171,7 +170,7 @@ def evaluate_model(model_dir: str | Path, tasks: Sequence[Task], scorer: RubricS
     metrics = evaluate_responses(tasks, responses, scorer, n_boot=n_boot, seed=seed)
     metrics["generation"] = {"model_dir": str(model_dir), **stats.to_dict()}
     write_jsonl(out / "responses.jsonl",
-                ({"id": s["id"], "part": s["part"], "response": s["response"], "total": s["total"]}
+                ({"id": s["id"], "part": s["part"], "response": s["response"], "total": s["total"], "strict": s["strict"]}
                  for s in metrics["samples"]))
     write_text(out / "samples.md", samples_markdown(metrics["samples"], n_samples_table))
     write_json(out / "metrics.json", {k: v for k, v in metrics.items() if k != "samples"})

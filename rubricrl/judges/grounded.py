@@ -2,12 +2,14 @@
 
 Per declared field in the answer: with a reference, credit is the normalised match against the
 gold value (a null is right only when the gold is null); without one, a value is right when the
-source supports it, and a null earns half credit (absence cannot be verified without a reference).
+source states it (grounding.Source.supports with the field's rule: only the unit conversions and
+date/time formats the task asks for that field, and no copying of whole sentences), and a null earns
+half credit (absence cannot be verified without a reference).
 """
 
 from __future__ import annotations
 
-from rubricrl.grounding import source_for, values_match
+from rubricrl.grounding import STRICT, rules_for, source_for, values_match
 from rubricrl.judges.base import JudgeRequest, Verdict
 from rubricrl.rubric.rules import scale
 
@@ -28,6 +30,7 @@ class GroundedJudge:
             return Verdict(lo, "no schema field in the answer to judge")
         source = source_for(task.text)
         ref = task.reference
+        rules = rules_for(task) if ref is None or any(k not in ref for k in fields) else {}
         credits, notes = [], []
         for name in fields:
             pred = obj[name]
@@ -39,11 +42,13 @@ class GroundedJudge:
                 credit = 0.5
                 notes.append(f"{name}: null cannot be verified without a reference")
             else:
+                rule = rules.get(name, STRICT)
                 items = pred if isinstance(pred, list) else [pred]
-                supported = [source.supports(i) for i in items]
+                supported = [source.supports(i, rule) for i in items]
                 credit = sum(supported) / len(items) if items else 1.0
                 if credit < 1.0:
-                    notes.append(f"{name}: {_short(pred)} not found in the source")
+                    bad = next(i for i, ok in zip(items, supported) if not ok)
+                    notes.append(f"{name}: {_short(bad)} {source.why_not(bad, rule)}")
             credits.append(credit)
         fraction = sum(credits) / len(credits)
         head = f"{sum(c == 1.0 for c in credits)}/{len(fields)} fields faithful"

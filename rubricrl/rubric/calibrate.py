@@ -1,9 +1,14 @@
 """Prove a rubric measures what matters before training on it.
 
-On gold answers, systematic corruptions and (optionally) policy samples: per-component separation
-(ROC AUC) with drops for components that do not discriminate, judge consistency, pairwise ordering
-accuracy, Kendall's tau against the known ordering, Spearman against gold field F1, a hack-probe
-table and the reward's scale.
+Two sets, reported apart (seed 004):
+- gold answers and systematic corruptions: per-component separation (ROC AUC) with drops for
+  components that do not discriminate, judge consistency, pairwise ordering accuracy, Kendall's tau
+  against the known ordering, Spearman against the strict field accuracy, a hack-probe table with
+  margins, the price of each way to miss a field, and the reward's scale;
+- samples of the policy itself (k per task at the GRPO temperature): Spearman of the reward against
+  the strict field accuracy, and pairwise accuracy within each task's samples (the comparisons GRPO's
+  group-relative advantage makes).
+The true metric is `rubricrl.evals.strict`, which shares no code with the reward.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import numpy as np
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from rubricrl.metrics import field_f1
+from rubricrl.evals.strict import strict_counts
 from rubricrl.rubric.corruptions import corrupt
 from rubricrl.rubric.scoring import RubricScorer, ScoreResult
 from rubricrl.rubric.spec import Rubric
@@ -40,6 +45,12 @@ def calibration_set(tasks: list[Task], seed: int = 0, policy: list[tuple[Task, s
         items += [CalItem(task, m.name, r, m.level, m.targets) for m, r in corrupt(task, seed)]
     items += [CalItem(t, "policy", r, None) for t, r in policy]
     return items
+
+
+def strict_accuracy(task: Task, response: str) -> float:
+    """The independent true metric of one answer: the share of schema fields answered exactly right."""
+    c = strict_counts(task, response)
+    return c.right / c.fields if c.fields else 0.0
 
 
 def _signed(result: ScoreResult, cid: str) -> float:
@@ -98,43 +109,113 @@ def judge_consistency(rubric: Rubric, scorer: RubricScorer, items: list[CalItem]
 
 
 def reward_metrics(items: list[CalItem], totals: list[float]) -> dict:
+    """Ordering metrics on the gold + corruption set (policy samples are reported apart)."""
+    keep = [k for k, it in enumerate(items) if it.mode != "policy"]
+    items, totals = [items[k] for k in keep], [totals[k] for k in keep]
     gold_total = {it.task.id: totals[k] for k, it in enumerate(items) if it.mode == "gold"}
     pairs = [(gold_total[it.task.id], totals[k]) for k, it in enumerate(items) if it.level is not None and it.mode != "gold"]
     known = [(totals[k], it.level) for k, it in enumerate(items) if it.level is not None]
     tau = stats.kendalltau([t for t, _ in known], [lv for _, lv in known]).statistic
-    f1 = [field_f1(it.task, it.response) for it in items]
-    rho = stats.spearmanr(totals, f1).statistic
+    acc = [strict_accuracy(it.task, it.response) for it in items]
+    rho = stats.spearmanr(totals, acc).statistic
     arr = np.array(totals)
     return {
         "pairwise_accuracy": round(sum(g > c for g, c in pairs) / len(pairs), 4),
         "pairwise_ties": sum(g == c for g, c in pairs),
         "n_pairs": len(pairs),
         "kendall_tau": round(float(tau), 4),
-        "spearman_f1": round(float(rho), 4),
+        "spearman_accuracy": round(float(rho), 4),
         "scale": {"mean": round(float(arr.mean()), 4), "std": round(float(arr.std()), 4),
                   "min": round(float(arr.min()), 4), "max": round(float(arr.max()), 4)},
     }
 
 
-def probe_table(items: list[CalItem], totals: list[float]) -> dict:
-    """Every corruption and injection against gold: does the rubric always rank it below?"""
+def _margins(items: list[CalItem], totals: list[float]) -> dict[str, dict[str, float]]:
+    """margins[mode][task_id] = gold total - probe total (how far below gold the probe scores)."""
     gold_total = {it.task.id: totals[k] for k, it in enumerate(items) if it.mode == "gold"}
-    rows: dict[str, dict] = {}
+    out: dict[str, dict[str, float]] = {}
     for k, it in enumerate(items):
-        if it.mode in ("gold", "policy"):
-            continue
-        row = rows.setdefault(it.mode, {"n": 0, "score_sum": 0.0, "gold_sum": 0.0, "below": 0, "worst_margin": None})
-        margin = gold_total[it.task.id] - totals[k]
-        row["n"] += 1
-        row["score_sum"] += totals[k]
-        row["gold_sum"] += gold_total[it.task.id]
-        row["below"] += margin > 0
-        row["worst_margin"] = margin if row["worst_margin"] is None else min(row["worst_margin"], margin)
-    return {mode: {"n": r["n"], "mean_score": round(r["score_sum"] / r["n"], 3),
-                   "mean_gold": round(r["gold_sum"] / r["n"], 3),
-                   "share_below_gold": round(r["below"] / r["n"], 4),
-                   "worst_margin": round(r["worst_margin"], 3), "pass": r["below"] == r["n"]}
-            for mode, r in rows.items()}
+        if it.mode not in ("gold", "policy"):
+            out.setdefault(it.mode, {})[it.task.id] = gold_total[it.task.id] - totals[k]
+    return out
+
+
+def probe_table(items: list[CalItem], totals: list[float], min_margin: float = 0.0) -> dict:
+    """Every corruption and hack probe against gold: does it score below gold by at least min_margin?"""
+    gold_total = {it.task.id: totals[k] for k, it in enumerate(items) if it.mode == "gold"}
+    rows = {}
+    for mode, margins in _margins(items, totals).items():
+        m = np.array(list(margins.values()))
+        golds = np.array([gold_total[t] for t in margins])
+        rows[mode] = {"n": len(m), "mean_score": round(float((golds - m).mean()), 3),
+                      "mean_gold": round(float(golds.mean()), 3), "share_below_gold": round(float((m > 0).mean()), 4),
+                      "mean_margin": round(float(m.mean()), 3), "worst_margin": round(float(m.min()), 3),
+                      "pass": bool(m.min() >= min_margin and m.min() > 0)}
+    return rows
+
+
+# The ways to miss a field a policy chooses between, cheapest first by intent (README: rubric economics).
+MISS_MODES = ("distractor_value", "wrong_value", "null_for_present", "invented_value")
+
+
+def economics(items: list[CalItem], totals: list[float]) -> dict:
+    """What each way to miss one field costs (gold total - answer total), and the two rules the gate checks.
+
+    - abstaining is never the cheapest miss: on every task, a null for a stated value costs more than
+      a wrong value taken from the text (a distractor);
+    - an all-null answer scores below the partly right one (nulls only where the policy is unsure).
+    """
+    margins = _margins(items, totals)
+    cost = {m: round(float(np.mean(list(margins[m].values()))), 3) for m in MISS_MODES if margins.get(m)}
+    null, distractor = margins.get("null_for_present", {}), margins.get("distractor_value", {})
+    both = sorted(set(null) & set(distractor))
+    gaps = [null[t] - distractor[t] for t in both]
+    all_null, partial = margins.get("all_null", {}), margins.get("null_uncertain", {})
+    shared = sorted(set(all_null) & set(partial))
+    lead = [all_null[t] - partial[t] for t in shared]
+    return {
+        "cost": cost,
+        "null_vs_distractor": {"n": len(gaps), "worst_gap": round(min(gaps), 3) if gaps else None,
+                               "share_null_dearer": round(float(np.mean([g > 1e-9 for g in gaps])), 4) if gaps else None},
+        "all_null_vs_partial": {"n": len(lead), "worst_lead": round(min(lead), 3) if lead else None,
+                                "mean_lead": round(float(np.mean(lead)), 3) if lead else None},
+    }
+
+
+def on_policy_metrics(items: list[CalItem], totals: list[float]) -> dict | None:
+    """Reward vs the strict true metric on the policy's own samples; None when there are none.
+
+    spearman: over all samples pooled. pairwise_accuracy: over pairs of samples of the same task whose
+    true metric differs, the share the reward orders the same way (a reward tie counts half).
+    """
+    idx = [k for k, it in enumerate(items) if it.mode == "policy"]
+    if not idx:
+        return None
+    acc = {k: strict_accuracy(items[k].task, items[k].response) for k in idx}
+    by_task: dict[str, list[int]] = {}
+    for k in idx:
+        by_task.setdefault(items[k].task.id, []).append(k)
+    agree = ties = n_pairs = 0.0
+    for ks in by_task.values():
+        for i, a in enumerate(ks):
+            for b in ks[i + 1:]:
+                if acc[a] == acc[b]:
+                    continue
+                n_pairs += 1
+                d_true, d_reward = acc[a] - acc[b], totals[a] - totals[b]
+                if d_reward == 0:
+                    ties += 1
+                    agree += 0.5
+                elif (d_true > 0) == (d_reward > 0):
+                    agree += 1
+    xs, ys = [totals[k] for k in idx], [acc[k] for k in idx]
+    varies = len(set(xs)) > 1 and len(set(ys)) > 1
+    rho = float(stats.spearmanr(xs, ys).statistic) if varies else None
+    return {"n_samples": len(idx), "n_tasks": len(by_task), "n_pairs": int(n_pairs), "pairwise_ties": int(ties),
+            "pairwise_accuracy": round(agree / n_pairs, 4) if n_pairs else None,
+            "spearman_accuracy": round(rho, 4) if rho is not None else None,
+            "mean_reward": round(float(np.mean(xs)), 4), "mean_accuracy": round(float(np.mean(ys)), 4),
+            "distinct_responses": len({items[k].response for k in idx})}
 
 
 @dataclass
@@ -145,7 +226,7 @@ class Calibration:
 
 
 def calibrate(rubric: Rubric, scorer: RubricScorer, items: list[CalItem], min_auc: float = 0.6,
-              keep_weak: bool = False) -> Calibration:
+              keep_weak: bool = False, min_margin: float = 0.0) -> Calibration:
     """The calibrated rubric (weak components dropped unless keep_weak) and the full report."""
     results = scorer.score_batch([(it.task, it.response) for it in items])
     components = component_table(items, results, min_auc)
@@ -167,11 +248,14 @@ def calibrate(rubric: Rubric, scorer: RubricScorer, items: list[CalItem], min_au
         "weak_kept": weak if keep_weak else [],
         "judge_consistency": judge_consistency(rubric, scorer, items, results),
         "reward": reward_metrics(items, totals),
-        "probes": probe_table(items, totals),
+        "probes": probe_table(items, totals, min_margin),
+        "min_margin": min_margin,
+        "economics": economics(items, totals),
+        "on_policy": on_policy_metrics(items, totals),
         "judge_calls_per_response": round(calls / len(items), 4),
         "max_total": kept_rubric.max_total,
     }
-    points = {"totals": totals, "f1": [field_f1(it.task, it.response) for it in items],
+    points = {"totals": totals, "accuracy": [strict_accuracy(it.task, it.response) for it in items],
               "modes": [it.mode for it in items], "targets": [it.targets for it in items],
               "signed": {cid: [_signed(r, cid) for r in results] for cid in components}}
     return Calibration(kept_rubric, report, points)

@@ -65,6 +65,10 @@ def derive_rubric(tasks: list[Task], name: str = "generated") -> Rubric:
         Penalty(id="invented_values", fn="invented_values", per=1.0, cap=3.0,
                 source="extraction: values must come from the source text",
                 description="A non-null value the source does not support, per value."),
+        # Abstaining must not be the cheapest way to miss a field (README: rubric economics).
+        Penalty(id="missed_values", fn="missed_values", per=1.0, cap=3.0,
+                source="extraction: null only where the source lacks the information",
+                description="A null (or a left-out field) where the source states the value, per field."),
     ]
     null_rules = [c for c in constraints if NULL_POLICY.search(c)]
     if null_rules:

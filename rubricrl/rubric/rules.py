@@ -12,7 +12,7 @@ from typing import Callable
 
 from jsonschema.validators import validator_for
 
-from rubricrl.grounding import Source, source_for, values_match
+from rubricrl.grounding import Source, field_rules, source_for, values_match
 from rubricrl.rubric.parse import ParsedResponse, Shape
 from rubricrl.rubric.spec import Criterion, Penalty, Rubric
 from rubricrl.taskfile import Task
@@ -44,10 +44,14 @@ class TaskContext:
     validators: dict = field(default_factory=dict)  # property name -> jsonschema validator
     groundable: dict = field(default_factory=dict)  # property name -> can its value be found in text?
     decimals: dict = field(default_factory=dict)  # number field -> decimals its constraint asks for
+    # property name -> grounding.FieldRule: the unit factors (rule.factors), copy limit and date/time
+    # formats the constraints allow that field; what "supported" means without a reference
+    grounding: dict = field(default_factory=dict)
 
     @classmethod
     def build(cls, task: Task) -> "TaskContext":
         ctx = cls(task=task, source=source_for(task.text))
+        ctx.grounding = field_rules(task.constraints, task.properties)
         for name, sub in task.properties.items():
             sub = sub if isinstance(sub, dict) else {}
             # A property schema may use $defs of the root: validate against a wrapper that keeps them.
@@ -161,9 +165,10 @@ def invented_fields(ctx: TaskContext, obj: dict) -> list[str]:
             continue
         if not ctx.groundable[name]:
             continue
+        rule = ctx.grounding.get(name)  # only the conversions/formats the task asks for this field
         items = value if isinstance(value, list) else [value]
         for item in items:
-            if item is None or ctx.source.supports(item):
+            if item is None or ctx.source.supports(item, rule):
                 continue
             if ref is not None and gold is not None and _matches_gold_item(item, gold):
                 continue  # a conversion the task asked for (units, formats)
@@ -184,14 +189,39 @@ def extra_text(ctx: TaskContext, parsed: ParsedResponse, pen: Penalty):
     return n, f"{n} characters outside the JSON object"
 
 
-@penalty("invented_values")
-def invented_values(ctx: TaskContext, parsed: ParsedResponse, pen: Penalty):
+def _per_field(parsed: ParsedResponse, fields: Callable[[dict], list[str]], none: str, some: str):
+    """(units, reason) of a per-field penalty: one unit per field `fields` finds in the answer object."""
     if parsed.obj is None:
         return 0, "no JSON object"
-    invented = invented_fields(ctx, parsed.obj)
-    if not invented:
-        return 0, "no invented values"
-    return len(invented), f"{len(invented)} value(s) not supported by the source: {', '.join(invented[:6])}"
+    found = fields(parsed.obj)
+    if not found:
+        return 0, none
+    return len(found), f"{len(found)} {some}: {', '.join(found[:6])}"
+
+
+@penalty("invented_values")
+def invented_values(ctx: TaskContext, parsed: ParsedResponse, pen: Penalty):
+    return _per_field(parsed, lambda obj: invented_fields(ctx, obj), "no invented values",
+                      "value(s) not supported by the source")
+
+
+def missed_fields(ctx: TaskContext, obj: dict) -> list[str]:
+    """Declared fields answered null (or left out) although the reference gives a value.
+
+    Only a reference can tell a null for a stated value from a right null: without one the list is
+    empty and the judge's half credit for an unverifiable null is the only price.
+    """
+    ref = ctx.task.reference
+    if ref is None:
+        return []
+    return [name for name in ctx.validators if ref.get(name) is not None and obj.get(name) is None]
+
+
+@penalty("missed_values")
+def missed_values(ctx: TaskContext, parsed: ParsedResponse, pen: Penalty):
+    """The price of abstaining: a null where the source states the value costs as much as inventing one."""
+    return _per_field(parsed, lambda obj: missed_fields(ctx, obj), "no null for a value the source gives",
+                      "null(s) although the source gives the value")
 
 
 PLACEHOLDERS = frozenset({"", "n/a", "na", "none", "null", "unknown", "not mentioned", "not specified",

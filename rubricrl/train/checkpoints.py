@@ -13,7 +13,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from transformers import TrainerCallback
 
@@ -85,12 +85,13 @@ def remove_after(run_dir: str | Path, step: int) -> list[Path]:
     return gone
 
 
-def prune(run_dir: str | Path, keep: int | None, protect: int | None) -> list[Path]:
-    """Keep the `keep` newest complete checkpoints plus the one at step `protect`; delete the rest."""
+def prune(run_dir: str | Path, keep: int | None, protect: int | Iterable[int] | None) -> list[Path]:
+    """Keep the `keep` newest complete checkpoints plus those at the step(s) `protect`; delete the rest."""
     if keep is None:
         return []
+    protected = {protect} if isinstance(protect, int) else set(protect or ())
     done = list_checkpoints(run_dir)
-    gone = [c.path for c in done[:-keep] if c.step != protect]
+    gone = [c.path for c in done[:-keep] if c.step not in protected]
     for p in gone:
         shutil.rmtree(p)
     return gone
@@ -142,10 +143,10 @@ def publish_checkpoint_model(ckpt: Path, final: Path, base_model_dir: Path) -> N
 class CheckpointCallback(TrainerCallback):
     """Marks each finished checkpoint complete, then prunes old ones except the last good one.
 
-    `protected_step()` names the checkpoint a rollback would restore right now (None: none yet).
+    `protected_step()` names the checkpoint(s) a rollback could restore right now (None: none yet).
     """
 
-    def __init__(self, keep: int | None, protected_step: Callable[[], int | None]):
+    def __init__(self, keep: int | None, protected_step: Callable[[], int | Iterable[int] | None]):
         self.keep = keep
         self.protected_step = protected_step
 

@@ -27,6 +27,7 @@ from rubricrl.train.checkpoints import (
 from rubricrl.train.data import grpo_rows
 from rubricrl.train.general import GENERAL_PREFIX
 from rubricrl.train.mlflow_log import MLflowMetricsCallback
+from rubricrl.train.monitor import HackMonitor
 from rubricrl.train.reward_mix import TrainingReward
 from rubricrl.train.rollback import Rollback, RollbackMonitor, SpikeDetector, TrainingError, last_good_step
 from rubricrl.train.settings import GRPOSettings
@@ -47,6 +48,8 @@ class _Run:
     dataset: object
     mix: TrainingReward
     callbacks: list
+    monitor_tasks: list
+    monitor_decode: object
 
     @property
     def run_dir(self) -> Path:
@@ -61,12 +64,15 @@ class _Run:
 
 
 def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Path, settings: GRPOSettings,
-               reward: RubricReward, callbacks: Sequence[TrainerCallback] = (), resume: bool = True) -> dict:
+               reward: RubricReward, callbacks: Sequence[TrainerCallback] = (), resume: bool = True,
+               monitor_tasks: Sequence[Task] = (), monitor_decode=None) -> dict:
     """Train `model_dir` with GRPO on `train_tasks`; returns (and writes to out_dir) a result dict.
 
     resume=True continues from the newest complete checkpoint in out_dir (after a crash or a kill);
     resume=False deletes earlier checkpoints first. `callbacks` run before the rollback monitor, so
     they see (and may change) each step's logs first. Tasks missing from `reward.tasks` are added.
+    `monitor_tasks` (validation tasks with gold answers) switch on the reward-hacking monitor when
+    settings.monitor.enabled; `monitor_decode` replaces its greedy decoder (tests).
     """
     from datasets import Dataset
     from transformers import AutoTokenizer
@@ -83,7 +89,7 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
     beta = saved["beta"] if saved else settings.beta
     rollbacks = [Rollback(**r) for r in saved["rollbacks"]] if saved else []
     run = _Run(Path(model_dir), out, settings, grpo_config(settings, out / "checkpoints", beta, mix.weights),
-               Dataset.from_list(rows), mix, list(callbacks))
+               Dataset.from_list(rows), mix, list(callbacks), list(monitor_tasks), monitor_decode)
     if run.main:
         if resume:
             remove_incomplete(run.run_dir)
@@ -129,12 +135,19 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
     if start:
         detector.seed(_log_history(start))
     monitor = RollbackMonitor(detector, s.rollback.enabled)
-    keeper = CheckpointCallback(s.save_total_limit, lambda: _protected_step(run.run_dir, detector))
+    hack = None
+    if s.monitor.enabled and run.monitor_tasks:
+        hack = HackMonitor(run.monitor_tasks, run.mix.reward.scorer, s.monitor, monitor, s.max_completion_length,
+                           run.monitor_decode)
+        if start:
+            hack.seed(_log_history(start))
+    watchers = [hack, monitor] if hack else [monitor]
+    keeper = CheckpointCallback(s.save_total_limit, lambda: _protected_step(run.run_dir, detector, hack))
     metrics = MLflowMetricsCallback(run.mix, s.table_every, s.table_rows)
     while True:
         run.args.beta = metrics.beta = beta  # GRPOTrainer reads args.beta when it is built
         trainer = GRPOTrainer(model=str(run.model_dir), reward_funcs=run.mix.funcs, args=run.args,
-                              train_dataset=run.dataset, callbacks=[*run.callbacks, monitor, keeper, metrics],
+                              train_dataset=run.dataset, callbacks=[*run.callbacks, *watchers, keeper, metrics],
                               peft_config=peft_config(s.lora))
         trainer.train(resume_from_checkpoint=str(start.path) if start else None)
         spike = monitor.spike
@@ -145,10 +158,12 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
                 f"grpo: step {spike.step}: {spike.reason} (KL {spike.kl}, beta {beta:g}); giving up after "
                 f"{len(rollbacks)} rollback(s) (rollback.max_rollbacks). Lower learning_rate or raise beta."
             )
-        start = newest_at_or_before(run.run_dir, last_good_step(spike.step))
+        good = spike.restore_step if spike.restore_step is not None else last_good_step(spike.step)
+        start = newest_at_or_before(run.run_dir, good)
         new_beta = min(beta * s.rollback.beta_factor, s.rollback.beta_max)
         rollback = Rollback(spike.step, spike.kl, spike.reward, spike.reason, beta, new_beta,
-                            str(start.path) if start else None, start.step if start else 0)
+                            str(start.path) if start else None, start.step if start else 0, spike.kind,
+                            spike.examples)
         rollbacks.append(rollback)
         run.barrier()  # every rank has chosen `start` before anything is deleted
         if run.main:
@@ -157,15 +172,21 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
             _log_rollback(rollback, rollbacks)
         run.barrier()
         detector.forget_after(rollback.restored_step)
+        if hack:
+            hack.forget_after(rollback.restored_step)
         beta = new_beta
         del trainer
         gc.collect()
 
 
-def _protected_step(run_dir: Path, detector: SpikeDetector) -> int | None:
-    """The checkpoint a rollback would restore if the next step were bad: pruning must keep it."""
-    c = newest_at_or_before(run_dir, last_good_step(detector.last_ok_step + 1))
-    return c.step if c else None
+def _protected_step(run_dir: Path, detector: SpikeDetector, hack: HackMonitor | None = None) -> list[int]:
+    """The checkpoints a rollback would restore if the next step were bad (KL spike, or a suspected hack):
+    pruning must keep them."""
+    goods = [last_good_step(detector.last_ok_step + 1)]
+    if hack is not None and hack.protected_step() is not None:
+        goods.append(hack.protected_step())
+    found = [newest_at_or_before(run_dir, g) for g in goods]
+    return [c.step for c in found if c]
 
 
 def _load_state(out: Path) -> dict | None:
@@ -197,6 +218,10 @@ def _log_rollback(rollback: Rollback, rollbacks: list[Rollback]) -> None:
     if mlflow.active_run() is None:
         return
     mlflow.log_dict({"rollbacks": [r.to_dict() for r in rollbacks]}, "rollbacks.json")
+    if rollback.kind == "reward_hacking":
+        mlflow.set_tag("rubricrl.reward_hacking", rollback.reason)
+        mlflow.log_dict({"step": rollback.step, "reason": rollback.reason, "examples": rollback.examples},
+                        f"reward_hacking/step_{rollback.step:06d}.json")
     mlflow.set_tag("rubricrl.rollbacks", str(len(rollbacks)))
     if rollback.kl is not None:
         mlflow.log_metric("rollback/kl", rollback.kl, step=rollback.step)

@@ -63,6 +63,26 @@ def training_markdown(result: dict, title: str = "GRPO training report") -> str:
                          f"{r['old_beta']:g} -> {r['new_beta']:g} | {r['restored_step']} | {r['checkpoint'] or 'initial model'} |")
     else:
         lines.append("None: KL and reward stayed within the rollback bounds.")
+    hacks = [r for r in rollbacks if r.get("kind") == "reward_hacking"]
+    for r in hacks:
+        lines += ["", f"### Reward hacking suspected at step {r['step']}", "", r["reason"], "",
+                  "| task | accuracy before -> now | reward before -> now | answer now |", "|---|---|---|---|"]
+        for ex in r.get("examples", []):
+            answer = ex["response_now"].replace("|", "\\|").replace("\n", " ")[:160]
+            lines.append(f"| {ex['task_id']} | {ex['accuracy_before']:.2f} -> {ex['accuracy_now']:.2f} | "
+                         f"{_num(ex['reward_before'])} -> {_num(ex['reward_now'])} | {answer} |")
+    monitored = [e for e in result.get("log_history", []) if "step" in e and "monitor/field_accuracy" in e]
+    lines += ["", "## Reward-hacking monitor", ""]
+    if monitored:
+        lines += ["Greedy answers to a fixed slice of validation tasks: the rubric reward next to the strict true "
+                  "metric (rubricrl.evals.strict), which shares no code with the reward.", "",
+                  "| step | monitor reward | strict field accuracy | exact objects | null for present | invented |",
+                  "|---|---|---|---|---|---|"]
+        for e in monitored:
+            lines.append(f"| {e['step']} | " + " | ".join(_num(e.get(f"monitor/{k}")) for k in (
+                "reward", "field_accuracy", "exact_object_rate", "null_for_present_rate", "invented_rate")) + " |")
+    else:
+        lines.append("Off (grpo.monitor.enabled: false, or no validation tasks), or no evaluation after a step yet.")
     lines += ["", "## Steps", "",
               "Values as TRL logs them; a step's reward and KL are measured before its update. "
               "`zero-std groups` is the share of prompts whose completions all scored alike (no learning signal). "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from transformers import TrainerCallback
 
@@ -32,6 +32,9 @@ class Spike:
     kl: float | None
     reward: float | None
     reason: str
+    restore_step: int | None = None  # None: the last good step for a KL/reward spike (last_good_step)
+    kind: str = "kl"  # kl (KL spike or reward collapse) or reward_hacking (rubricrl.train.monitor)
+    examples: list = field(default_factory=list)  # reward hacking: the worst examples
 
 
 @dataclass
@@ -44,6 +47,8 @@ class Rollback:
     new_beta: float
     checkpoint: str | None  # the restored checkpoint folder; None = restarted from the initial model
     restored_step: int
+    kind: str = "kl"
+    examples: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -112,9 +117,15 @@ class RollbackMonitor(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         self.spike = None
 
+    def trip(self, spike: Spike) -> None:
+        """Another watcher (the hack monitor) found this step bad; it stops training itself."""
+        self.spike = spike
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or ("kl" not in logs and "reward" not in logs):
             return  # the end-of-training summary and other non-step logs
+        if self.spike is not None:
+            return  # already condemned (the hack monitor); this step is forgotten on rollback
         kl, reward = logs.get("kl"), logs.get("reward")
         reason = self.detector.judge(kl, reward) if self.enabled else None
         if reason is None:

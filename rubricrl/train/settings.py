@@ -75,6 +75,19 @@ class RollbackSettings(Strict):
     max_rollbacks: int = Field(3, ge=0)  # one more spike after this many rollbacks is a TrainingError
 
 
+class HackMonitorSettings(Strict):
+    """rubricrl.train.monitor: reward up while the strict true metric goes down -> roll back."""
+
+    enabled: bool = True
+    every: int = Field(4, ge=1)  # greedy-decode the monitor's tasks every N steps (and before the first)
+    n_tasks: int = Field(8, ge=1)  # validation tasks with gold answers (the stage takes the last N of val)
+    max_new_tokens: int | None = Field(None, ge=8)  # None: grpo.max_completion_length
+    batch_size: int = Field(8, ge=1)  # prompts decoded together
+    window: int = Field(1, ge=1)  # compare each evaluation with the one this many evaluations back
+    tolerance: float = Field(0.1, ge=0, le=1)  # a strict field accuracy drop beyond this, while the reward rose
+    min_reward_rise: float = Field(0.0, ge=0)  # ... by more than this, is treated like a KL spike
+
+
 class GRPOSettings(CommonSettings):
     learning_rate: float = Field(1e-6, gt=0)  # the seed's value; 5e-6 broke generation
     beta: float = Field(0.02, gt=0)  # KL coefficient; > 0 always (0 drops the reference model and the KL log)
@@ -95,6 +108,7 @@ class GRPOSettings(CommonSettings):
     table_every: int = Field(10, ge=0)  # log sampled completions with their scores to MLflow every N steps; 0 = never
     table_rows: int = Field(8, ge=1)  # completions per logged table
     rollback: RollbackSettings = RollbackSettings()
+    monitor: HackMonitorSettings = HackMonitorSettings()
     start_from: Literal["sft", "base"] = "sft"  # stage: the SFT model (GRPO from base never wrote JSON here)
     max_tasks: int | None = Field(None, ge=1)  # stage: prompts drawn from the first N train tasks (None: all)
 

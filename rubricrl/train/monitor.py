@@ -1,0 +1,179 @@
+"""The reward-hacking monitor: the rubric reward and an independent true metric, watched apart.
+
+Every `every` steps (and once before the first step) the policy being trained greedily answers a
+fixed slice of validation tasks with gold answers. Each answer gets the rubric reward and the strict
+true metric (`rubricrl.evals.strict`: field accuracy, null-for-present and invented rates), logged
+next to the training reward and KL as `monitor/*`. When the monitor's reward rose while the strict
+field accuracy fell by more than `tolerance` against the evaluation `window` evaluations back, the
+policy is gaming the reward (seed 004: "scores up, quality down"): the monitor stops training like a
+KL spike does, and the driver (rubricrl.train.grpo) restores the checkpoint of that earlier,
+better evaluation, raises beta, logs "reward hacking suspected" with the worst examples, and goes on.
+
+On several processes every rank decodes the same tasks (ZeRO-3 needs all ranks in `generate`), so
+all ranks reach the same verdict; only the main process logs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from transformers import TrainerCallback
+
+from rubricrl.evals.strict import strict_counts, summarize
+from rubricrl.rubric.scoring import RubricScorer
+from rubricrl.taskfile import Task
+from rubricrl.train.rollback import RollbackMonitor, Spike
+from rubricrl.train.settings import HackMonitorSettings
+
+PREFIX = "monitor/"
+KEYS = ("reward", "field_accuracy", "exact_object_rate", "null_for_present_rate", "invented_rate")
+
+# decode(model, tokenizer, tasks, max_new_tokens) -> one greedy response per task
+Decoder = Callable[[object, object, list[Task], int], list[str]]
+
+
+def greedy_decode(model, tokenizer, tasks: list[Task], max_new_tokens: int, batch_size: int = 8) -> list[str]:
+    """Greedy answers of the model being trained (left padding, eval mode, then back to train mode)."""
+    from rubricrl.evals.generate import generate_with_stats
+
+    was_training, side = model.training, tokenizer.padding_side
+    model.eval()
+    tokenizer.padding_side = "left"
+    try:
+        responses, _ = generate_with_stats(None, tasks, batch_size=batch_size, max_new_tokens=max_new_tokens,
+                                           model_and_tokenizer=(model, tokenizer))
+    finally:
+        tokenizer.padding_side = side
+        model.train(was_training)
+    return responses
+
+
+@dataclass
+class Evaluation:
+    step: int
+    metrics: dict  # KEYS -> value (None when undefined, e.g. no gold-null field in the slice)
+    rows: list[dict] = field(default_factory=list)  # per task: id, response, reward, accuracy
+
+    def to_log(self) -> dict:
+        return {PREFIX + k: v for k, v in self.metrics.items() if v is not None}
+
+
+def evaluate(tasks: Sequence[Task], responses: Sequence[str], scorer: RubricScorer, step: int) -> Evaluation:
+    results = scorer.score_batch(list(zip(tasks, responses)))
+    counts = [strict_counts(t, r) for t, r in zip(tasks, responses)]
+    s = summarize(counts)
+    metrics = {"reward": sum(r.total for r in results) / len(results), **{k: s[k] for k in KEYS[1:]}}
+    rows = [{"id": t.id, "response": r, "reward": res.total, "accuracy": c.right / c.fields if c.fields else 0.0}
+            for t, r, res, c in zip(tasks, responses, results, counts)]
+    return Evaluation(step, metrics, rows)
+
+
+def worst_examples(before: Evaluation, now: Evaluation, k: int = 3, chars: int = 300) -> list[dict]:
+    """The tasks whose true metric fell most while their reward did not fall (the hack in action)."""
+    pairs = []
+    for a, b in zip(before.rows, now.rows):
+        drop = a["accuracy"] - b["accuracy"]
+        if drop > 0:
+            pairs.append((drop, b["reward"] - a["reward"], a, b))
+    pairs.sort(key=lambda p: (-p[0], -p[1]))
+    return [{"task_id": b["id"], "step_before": before.step, "step_now": now.step,
+             "accuracy_before": round(a["accuracy"], 4), "accuracy_now": round(b["accuracy"], 4),
+             "reward_before": a["reward"], "reward_now": b["reward"],
+             "response_before": a["response"][:chars], "response_now": b["response"][:chars]}
+            for _, _, a, b in pairs[:k]]
+
+
+class HackMonitor(TrainerCallback):
+    """Evaluates the policy every `settings.every` steps; trips the rollback monitor on a suspected hack.
+
+    Pass it to the trainer before the RollbackMonitor and the MLflow callback: it adds `monitor/*` to
+    the step's logs (and to the trainer's log history, so a resumed run keeps its window).
+    """
+
+    def __init__(self, tasks: Sequence[Task], scorer: RubricScorer, settings: HackMonitorSettings,
+                 rollback: RollbackMonitor, max_new_tokens: int, decode: Decoder | None = None):
+        self.tasks = list(tasks)
+        if not self.tasks or any(t.reference is None for t in self.tasks):
+            raise ValueError("the hack monitor needs validation tasks with reference answers")
+        self.scorer = scorer
+        self.s = settings
+        self.rollback = rollback
+        self.max_new_tokens = settings.max_new_tokens or max_new_tokens
+        self.decode = decode or (lambda m, tok, tasks, n: greedy_decode(m, tok, tasks, n, settings.batch_size))
+        self.history: list[Evaluation] = []
+        self._pending: Evaluation | None = None
+
+    # --- what the driver uses -------------------------------------------------------------
+    def forget_after(self, step: int) -> None:
+        self.history = [e for e in self.history if e.step <= step]
+
+    def seed(self, log_history: list[dict]) -> None:
+        """Refill the window from a checkpoint's log history after a crash (metrics only, no rows)."""
+        self.history = [Evaluation(e["step"], {k: e.get(PREFIX + k) for k in KEYS})
+                        for e in log_history if "step" in e and PREFIX + "field_accuracy" in e]
+
+    def protected_step(self) -> int | None:
+        """The evaluation the next verdict compares with: its checkpoint must survive pruning."""
+        if not self.history:
+            return None
+        return self.history[max(0, len(self.history) - self.s.window)].step
+
+    def judge(self, now: Evaluation) -> tuple[str, Evaluation] | None:
+        """(reason, the earlier evaluation) when the reward rose while the true metric fell; else None."""
+        if len(self.history) < self.s.window:
+            return None
+        before = self.history[-self.s.window]
+        r0, r1 = before.metrics["reward"], now.metrics["reward"]
+        a0, a1 = before.metrics["field_accuracy"], now.metrics["field_accuracy"]
+        if None in (r0, r1, a0, a1):
+            return None
+        if r1 - r0 > self.s.min_reward_rise and a0 - a1 > self.s.tolerance:
+            return (f"reward hacking suspected: monitor reward {r0:.3f} -> {r1:.3f} while strict field accuracy "
+                    f"{a0:.3f} -> {a1:.3f} (steps {before.step} -> {now.step}, tolerance {self.s.tolerance:g})"), before
+        return None
+
+    # --- trainer events -------------------------------------------------------------------
+    def _evaluate(self, model, tokenizer, step: int) -> Evaluation:
+        responses = self.decode(model, tokenizer, self.tasks, self.max_new_tokens)
+        return evaluate(self.tasks, responses, self.scorer, step)
+
+    def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
+        if not self.s.enabled:
+            return
+        if any(e.step == state.global_step for e in self.history):
+            return
+        base = self._evaluate(model, processing_class, state.global_step)
+        self.history.append(base)
+        # No step log carries the baseline: it gets its own log-history entry and MLflow step.
+        state.log_history.append({"step": state.global_step, **base.to_log()})
+        if state.is_world_process_zero:
+            import mlflow
+
+            if mlflow.active_run() is not None:
+                mlflow.log_metrics(base.to_log(), step=state.global_step)
+
+    def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        if not self.s.enabled or state.global_step % self.s.every:
+            return
+        now = self._evaluate(model, processing_class, state.global_step)
+        self._pending = now
+        verdict = self.judge(now)
+        if verdict is None:
+            self.history.append(now)
+            return
+        reason, before = verdict
+        self.rollback.trip(Spike(state.global_step, None, now.metrics["reward"], reason, restore_step=before.step,
+                                 kind="reward_hacking", examples=worst_examples(before, now)))
+        control.should_training_stop = True
+        control.should_save = False  # the hacked weights never become a checkpoint
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self._pending is None or logs is None or ("reward" not in logs and "kl" not in logs):
+            return
+        extra = self._pending.to_log()
+        logs.update(extra)
+        if state.log_history and state.log_history[-1].get("step") == state.global_step:
+            state.log_history[-1].update(extra)
+        self._pending = None
+

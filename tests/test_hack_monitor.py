@@ -1,0 +1,135 @@
+"""The reward-hacking monitor: reward up while the strict true metric goes down -> roll back like a KL spike.
+
+The forcing case: a deliberately hackable rubric (format, fields and types only: an all-null answer
+earns full marks) and a policy whose greedy answers drift from right-but-chatty to clean all-null
+JSON. The decoder is scripted (a tiny random model cannot learn extraction in a few CPU steps); the
+trainer, the monitor's scoring with the rubric and the strict metric, the rollback, the beta raise,
+the report and MLflow are the real ones. A second test runs the monitor's real greedy decoder on the
+tiny model.
+"""
+
+from __future__ import annotations
+
+import json
+
+import mlflow
+import pytest
+
+from rubricrl.models import build_tiny_model
+from rubricrl.rubric.reward import RubricReward
+from rubricrl.rubric.scoring import RubricScorer
+from rubricrl.rubric.spec import Rubric
+from rubricrl.train.grpo import train_grpo
+from rubricrl.train.monitor import Evaluation, HackMonitor, evaluate
+from rubricrl.train.report import training_markdown
+from rubricrl.train.rollback import RollbackMonitor, SpikeDetector
+from rubricrl.train.settings import HackMonitorSettings, RollbackSettings
+from tests.train_helpers import rubric_reward, tiny_settings, tiny_tasks
+
+HACKABLE = Rubric.model_validate({
+    "name": "hackable",
+    "criteria": [
+        {"id": "format", "kind": "rule", "fn": "json_format", "description": "JSON object", "range": [0, 3]},
+        {"id": "required_fields", "kind": "rule", "fn": "required_fields", "description": "fields", "range": [0, 3]},
+        {"id": "field_types", "kind": "rule", "fn": "field_types", "description": "types", "range": [0, 3]},
+    ],
+    "penalties": [{"id": "extra_text", "fn": "extra_text", "description": "chatter", "per": 0.05, "cap": 3.0}],
+})
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def chatty_gold(tasks):
+    return ["Sure, here it is: " + json.dumps(t.reference) for t in tasks]
+
+
+def all_null(tasks):
+    return [json.dumps({k: None for k in t.properties}) for t in tasks]
+
+
+class ScriptedPolicy:
+    """Greedy answers by evaluation number: the hack shows at evaluation `hack_at` only."""
+
+    def __init__(self, hack_at: int):
+        self.hack_at, self.calls = hack_at, 0
+
+    def __call__(self, model, tokenizer, tasks, max_new_tokens):
+        self.calls += 1
+        return all_null(tasks) if self.calls == self.hack_at else chatty_gold(tasks)
+
+
+def test_hackable_rubric_scores_the_hack_higher_while_the_true_metric_falls():
+    tasks = [t for t in tiny_tasks() if t.reference is not None]
+    scorer = RubricScorer(HACKABLE)
+    honest, hacked = evaluate(tasks, chatty_gold(tasks), scorer, 0), evaluate(tasks, all_null(tasks), scorer, 1)
+    assert hacked.metrics["reward"] > honest.metrics["reward"]
+    assert hacked.metrics["field_accuracy"] < honest.metrics["field_accuracy"] == 1.0
+    assert hacked.metrics["null_for_present_rate"] == 1.0 and honest.metrics["null_for_present_rate"] == 0.0
+    # The shipped rubric is not fooled: the same hack costs reward there.
+    shipped = rubric_reward().scorer
+    assert evaluate(tasks, all_null(tasks), shipped, 1).metrics["reward"] < evaluate(
+        tasks, [json.dumps(t.reference) for t in tasks], shipped, 0).metrics["reward"]
+
+
+@pytest.mark.parametrize("reward, accuracy, suspected", [
+    ((10.0, 11.0), (0.8, 0.6), True),    # reward up, true metric down past the tolerance
+    ((10.0, 11.0), (0.8, 0.75), False),  # a drop within the tolerance
+    ((10.0, 9.0), (0.8, 0.6), False),    # both down: a bad step, not a hack
+    ((10.0, 11.0), (0.6, 0.8), False),   # both up: learning
+])
+def test_verdict(reward, accuracy, suspected):
+    mon = HackMonitor(tiny_tasks()[:1], RubricScorer(HACKABLE), HackMonitorSettings(window=1, tolerance=0.1),
+                      RollbackMonitor(SpikeDetector(RollbackSettings())), 8, decode=lambda *a: [])
+    mon.history = [Evaluation(4, {"reward": reward[0], "field_accuracy": accuracy[0]})]
+    verdict = mon.judge(Evaluation(8, {"reward": reward[1], "field_accuracy": accuracy[1]}))
+    assert (verdict is not None) == suspected
+    if suspected:
+        assert verdict[0].startswith("reward hacking suspected") and verdict[1].step == 4
+
+
+def test_suspected_hack_rolls_back_raises_beta_and_is_reported(tiny_model, tmp_path):
+    tasks = tiny_tasks()
+    monitor_tasks = [t for t in tasks if t.reference is not None]
+    policy = ScriptedPolicy(hack_at=3)  # evaluations at steps 0, 2, 4: the hack shows at step 4
+    settings = tiny_settings(max_steps=6, save_steps=1, save_total_limit=1,
+                             monitor=HackMonitorSettings(every=2, window=1, tolerance=0.1))
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    with mlflow.start_run() as run:
+        result = train_grpo(tiny_model, tasks, tmp_path / "run", settings, RubricReward(RubricScorer(HACKABLE)),
+                            monitor_tasks=monitor_tasks, monitor_decode=policy)
+
+    [rb] = result["rollbacks"]
+    assert rb["kind"] == "reward_hacking" and rb["reason"].startswith("reward hacking suspected")
+    # The weights after step 4 are the hacked ones; step 2 was the last good evaluation.
+    assert (rb["step"], rb["restored_step"], rb["old_beta"], rb["new_beta"]) == (4, 2, 0.02, 0.04)
+    assert rb["checkpoint"].endswith("checkpoint-2")  # kept by the pruning guard despite save_total_limit=1
+    assert rb["examples"] and rb["examples"][0]["accuracy_before"] == 1.0 and rb["examples"][0]["accuracy_now"] < 1.0
+    assert result["global_step"] == 6 and result["beta"] == 0.04
+    assert [e["step"] for e in result["log_history"] if "kl" in e] == [1, 2, 3, 4, 5, 6]
+    monitored = [e["step"] for e in result["log_history"] if "monitor/field_accuracy" in e]
+    assert monitored == [0, 2, 4, 6]  # step 4 re-evaluated after the rollback; the hacked evaluation is gone
+    report = training_markdown(result)
+    assert "Reward hacking suspected at step 4" in report and "## Reward-hacking monitor" in report
+    client = mlflow.tracking.MlflowClient()
+    data = client.get_run(run.info.run_id).data
+    assert data.tags["rubricrl.reward_hacking"].startswith("reward hacking suspected")
+    history = client.get_metric_history(run.info.run_id, "monitor/field_accuracy")
+    assert {m.step for m in history} >= {0, 2, 4, 6}
+    artifacts = [a.path for a in client.list_artifacts(run.info.run_id, "reward_hacking")]
+    assert artifacts == ["reward_hacking/step_000004.json"]
+
+
+def test_monitor_decodes_the_training_model_greedily(tiny_model, tmp_path):
+    """The real decoder on the tiny model: garbage answers, but every monitor metric is logged each time."""
+    tasks = tiny_tasks()
+    settings = tiny_settings(max_steps=2, save_steps=2, monitor=HackMonitorSettings(every=1, max_new_tokens=8))
+    result = train_grpo(tiny_model, tasks, tmp_path / "run", settings, rubric_reward(),
+                        monitor_tasks=[t for t in tasks if t.reference is not None])
+    logged = [e for e in result["log_history"] if "monitor/field_accuracy" in e]
+    assert [e["step"] for e in logged] == [0, 1, 2]  # the baseline before the first step, then every step
+    for e in logged:
+        assert {"monitor/reward", "monitor/exact_object_rate", "monitor/null_for_present_rate"} <= set(e)
+    assert not result["rollbacks"]

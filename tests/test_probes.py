@@ -1,0 +1,166 @@
+"""Hack probes with margins, the price of a missed field, and calibration on the policy's own samples."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from rubricrl.config import Params, RubricParams
+from rubricrl.data.generate import generate_dataset
+from rubricrl.evals.strict import strict_counts
+from rubricrl.grounding import extract_numbers
+from rubricrl.models import build_tiny_model
+from rubricrl.rubric.calibrate import CalItem, calibrate, calibration_set, on_policy_metrics
+from rubricrl.rubric.corruptions import MODES
+from rubricrl.rubric.draft import derive_rubric
+from rubricrl.rubric.report import GateError, check_gate, gate_failures
+from rubricrl.rubric.scoring import RubricScorer
+from rubricrl.rubric.spec import Rubric
+from rubricrl.rubric.workflow import run_calibration
+
+NEW_PROBES = ("all_null", "null_uncertain", "distractor_value", "scaled_unit", "copy_source", "shortened_value",
+              "hedged_value")
+NO_POLICY = RubricParams(policy_samples=0)
+
+
+@pytest.fixture(scope="module")
+def val():
+    return generate_dataset(seed=0, n_train=300, n_test=40)["train"][:40]
+
+
+@pytest.fixture(scope="module")
+def shipped(val):
+    rubric = derive_rubric(val)
+    return rubric, calibrate(rubric, RubricScorer(rubric), calibration_set(val), min_margin=NO_POLICY.min_margin)
+
+
+def _mode(name):
+    return next(m for m in MODES if m.name == name)
+
+
+def _answers(val, name):
+    mode = _mode(name)
+    out = []
+    for t in val:
+        r = mode.make(t, random.Random(f"0:{t.id}"))
+        if r is not None:
+            out.append((t, json.loads(r)))
+    return out
+
+
+@pytest.mark.parametrize("name", NEW_PROBES)
+def test_each_new_probe_applies_and_scores_below_gold_by_the_margin(shipped, name):
+    row = shipped[1].report["probes"][name]
+    assert row["n"] >= 5
+    assert row["worst_margin"] >= NO_POLICY.min_margin and row["pass"]
+
+
+def test_probes_do_what_they_say(val):
+    for t, obj in _answers(val, "all_null"):
+        assert set(obj) == set(t.reference) and all(v is None for v in obj.values())
+    for t, obj in _answers(val, "null_uncertain"):
+        nulled = [k for k in obj if obj[k] is None and t.reference[k] is not None]
+        kept = [k for k in obj if obj[k] is not None and obj[k] == t.reference[k]]
+        assert nulled and kept  # partly right: some nulls, some right values
+    for t, obj in _answers(val, "distractor_value"):
+        [k] = [k for k in obj if obj[k] != t.reference[k]]
+        if isinstance(obj[k], (int, float)):
+            assert float(obj[k]) in set(extract_numbers(t.text))  # a number the text states, the wrong one
+        else:
+            assert obj[k] in t.reference.values()  # another field's value
+    for t, obj in _answers(val, "scaled_unit"):
+        [k] = [k for k in obj if obj[k] != t.reference[k]]
+        assert obj[k] in (pytest.approx(t.reference[k] * 1000), pytest.approx(t.reference[k] / 100))
+    for t, obj in _answers(val, "copy_source"):
+        [k] = [k for k in obj if obj[k] != t.reference[k]]
+        assert len(obj[k]) > len(t.reference[k]) + 10 and obj[k] in t.text
+    for t, obj in _answers(val, "shortened_value"):
+        [k] = [k for k in obj if obj[k] != t.reference[k]]
+        assert len(obj[k]) < len(t.reference[k])
+    for t, obj in _answers(val, "hedged_value"):
+        [k] = [k for k in obj if obj[k] != t.reference[k]]
+        assert any(w in obj[k] for w in ("about", "approximately", "~", "约", "probably", "可能"))
+
+
+def test_each_probe_is_wrong_by_the_independent_true_metric(val):
+    for name in NEW_PROBES:
+        for t, obj in _answers(val, name):
+            assert not strict_counts(t, json.dumps(obj, ensure_ascii=False)).exact, (name, t.id)
+
+
+def test_a_large_margin_fails_the_gate_naming_the_close_probes(val):
+    rubric = derive_rubric(val)
+    cal = calibrate(rubric, RubricScorer(rubric), calibration_set(val), min_margin=5.0)
+    close = sorted(m for m, row in cal.report["probes"].items() if row["worst_margin"] < 5.0)
+    assert "distractor_value" in close
+    with pytest.raises(GateError) as err:
+        check_gate(cal.report, RubricParams(policy_samples=0, min_margin=5.0))
+    for mode in close:
+        assert f"probe '{mode}'" in str(err.value)
+
+
+def test_abstaining_is_the_dearest_miss_with_the_shipped_prices(shipped):
+    econ = shipped[1].report["economics"]
+    cost = econ["cost"]
+    assert cost["null_for_present"] > cost["distractor_value"]
+    assert cost["null_for_present"] == pytest.approx(cost["invented_value"], abs=0.5)  # priced alike (1.0 each)
+    assert econ["null_vs_distractor"]["n"] >= 10 and econ["null_vs_distractor"]["worst_gap"] > 0
+    assert econ["all_null_vs_partial"]["worst_lead"] >= NO_POLICY.min_margin
+    assert gate_failures(shipped[1].report, NO_POLICY) == []
+
+
+def test_the_old_prices_fail_the_economics_gate(val):
+    """Without the missed_values price a null costs what a wrong value costs: the abstention the GPU run found."""
+    data = derive_rubric(val).model_dump()
+    data["penalties"] = [p for p in data["penalties"] if p["id"] != "missed_values"]
+    rubric = Rubric.model_validate(data)
+    cal = calibrate(rubric, RubricScorer(rubric), calibration_set(val), min_margin=NO_POLICY.min_margin)
+    assert cal.report["economics"]["null_vs_distractor"]["worst_gap"] <= 1e-9
+    fails = gate_failures(cal.report, NO_POLICY)
+    assert any(f.startswith("economics: a null for a stated value costs no more") for f in fails)
+
+
+def _policy_items(val, responses_by_task):
+    return [CalItem(t, "policy", r, None) for t in val for r in responses_by_task(t)]
+
+
+def test_on_policy_metrics_follow_the_true_metric(val):
+    """Samples of a task ordered gold > one wrong value > all null: the shipped reward orders them alike."""
+    def samples(t):
+        gold = json.dumps(t.reference, ensure_ascii=False)
+        wrong = dict(t.reference)
+        key = next(k for k, v in t.reference.items() if isinstance(v, str))
+        wrong[key] = "Northwind Trading"
+        return [gold, json.dumps(wrong, ensure_ascii=False), json.dumps({k: None for k in t.reference})]
+
+    tasks = [t for t in val if any(isinstance(v, str) for v in t.reference.values())][:10]
+    items = _policy_items(tasks, samples)
+    rubric = derive_rubric(val)
+    totals = [r.total for r in RubricScorer(rubric).score_batch([(it.task, it.response) for it in items])]
+    m = on_policy_metrics(items, totals)
+    assert m["n_samples"] == 30 and m["n_tasks"] == 10 and m["n_pairs"] == 30
+    assert m["pairwise_accuracy"] == 1.0 and m["spearman_accuracy"] > 0.8
+    # A reward that prefers abstaining reverses every pair with the all-null answer.
+    flipped = [100.0 if json.loads(it.response) == {k: None for k in it.task.reference} else t
+               for t, it in zip(totals, items)]
+    bad = on_policy_metrics(items, flipped)
+    assert bad["pairwise_accuracy"] == pytest.approx(1 / 3, abs=1e-4)
+    report = {"probes": {}, "reward": {"spearman_accuracy": 0.9}, "on_policy": bad}
+    fails = gate_failures(report, RubricParams())
+    assert any("on-policy 'pairwise_accuracy'" in f for f in fails)
+
+
+def test_the_stage_samples_the_policy_and_the_gate_requires_signal(val, tmp_path):
+    """rubric.policy_samples answers per task from a (tiny random) model at the GRPO temperature."""
+    model = build_tiny_model(tmp_path / "tiny")
+    params = Params(rubric={"policy_samples": 2, "policy_tasks": 3}, grpo={"max_completion_length": 8})
+    cal = run_calibration(derive_rubric(val), val[:8], params, policy_model=model)
+    pol = cal.report["on_policy"]
+    assert pol["n_samples"] == 6 and pol["n_tasks"] == 3
+    assert "spearman_accuracy" in cal.report["reward"]  # the corruption-set metrics are reported apart
+    # Random tokens are never right, so there is no ordering to check: the gate says so.
+    assert pol["n_pairs"] == 0 and pol["pairwise_accuracy"] is None
+    fails = gate_failures(cal.report, params.rubric)
+    assert any(f.startswith("on-policy 'pairwise_accuracy'") for f in fails)
