@@ -8,12 +8,21 @@ BIN := $(VENV)/bin
 
 setup: $(VENV)/.installed
 
+# llama-cpp-python (the llama.cpp server the judge tests start) builds from source. Its default
+# -march=native build segfaulted in every multi-token decode on an AVX-512 host, so it is built once
+# per machine for portable x86-64 with AVX2 (GGML_NATIVE=OFF) and kept, like pip's own cache, outside
+# the repo; the version is the one pyproject.toml pins.
+LLAMA_CPP := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml | sed 's/\[server\]//')
+WHEELS ?= $(HOME)/.cache/rubricrl/wheels
+
 # torch is pinned to the local CPU build first, so nothing later pulls a multi-GB CUDA build.
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[test]"
+	@ls $(WHEELS)/llama_cpp_python-$(subst llama-cpp-python==,,$(LLAMA_CPP))-*.whl >/dev/null 2>&1 || \
+		CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(WHEELS) "$(LLAMA_CPP)"
+	$(BIN)/pip install -q --find-links $(WHEELS) -e ".[test]"
 	@[ -d .git ] || git init -q
 	touch $@
 
