@@ -59,7 +59,7 @@ from transformers import TrainerCallback  # noqa: E402
 
 GOAL = 1.05
 ROOT = Path(__file__).resolve().parent.parent
-RUBRIC = ROOT / "rubrics" / "json_extraction.yaml"
+RUBRIC = ROOT / "rubricrl" / "rubrics" / "json_extraction.yaml"
 
 
 def _now() -> tuple[float, float]:

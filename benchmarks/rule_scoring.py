@@ -19,7 +19,7 @@ from rubricrl.rubric.scoring import RubricScorer
 from rubricrl.rubric.spec import load_rubric
 
 GOAL = 20_000
-RUBRIC = Path(__file__).resolve().parent.parent / "rubrics" / "json_extraction.yaml"
+RUBRIC = Path(__file__).resolve().parent.parent / "rubricrl" / "rubrics" / "json_extraction.yaml"
 
 
 def responses_for(task) -> list[str]:

@@ -20,7 +20,7 @@ def cmd_data_validate(args) -> None:
 
 
 def cmd_data_generate(args) -> None:
-    from rubricrl.atomic import write_json, write_jsonl
+    from rubricrl.atomic import output_set, write_json, write_jsonl
     from rubricrl.config import DataParams
     from rubricrl.data.prepare import prepare_splits, split_stats
 
@@ -28,10 +28,12 @@ def cmd_data_generate(args) -> None:
     params = DataParams(seed=args.seed, n_train=args.n_train, n_test=args.n_test, heldout_domains=domains)
     splits = prepare_splits(params)
     out = Path(args.out_dir)
+    with output_set(out, f"{out}: another run is writing here; waiting for it") as stage:
+        for name, tasks in splits.items():  # the splits and their stats appear together or not at all
+            write_jsonl(stage / f"{name}.jsonl", (t.to_dict() for t in tasks))
+        write_json(stage / "stats.json", split_stats(splits))
     for name, tasks in splits.items():
-        write_jsonl(out / f"{name}.jsonl", (t.to_dict() for t in tasks))
         print(f"wrote {out / f'{name}.jsonl'} ({len(tasks)} tasks)")
-    write_json(out / "stats.json", split_stats(splits))
 
 
 def cmd_score(args) -> None:
@@ -99,15 +101,43 @@ def cmd_rubric_gate(args) -> None:
     from rubricrl.rubric.report import check_gate
 
     params = _params(args.params)
-    report = json.loads(Path(args.report).read_text(encoding="utf-8"))
+    report = read_json(args.report, "calibration report")
     check_gate(report, params.rubric, params.rubric.allow_gate_failures)
     print(f"{args.report}: gate passed")
 
 
-def _params(path: str):
-    from rubricrl.config import Params, load_params
+def _params(path: str | None):
+    """The named params file (it must exist); without --params, ./params.yaml or the built-in defaults."""
+    from rubricrl.config import DEFAULT_PARAMS, Params, load_params
 
-    return load_params(path) if Path(path).exists() else Params()
+    if path is not None:
+        return load_params(path)
+    if Path(DEFAULT_PARAMS).exists():
+        return load_params(DEFAULT_PARAMS)
+    print(f"note: no {DEFAULT_PARAMS} in {Path.cwd()}: using the built-in defaults", file=sys.stderr)
+    return Params()
+
+
+def read_json(path: str, what: str):
+    from rubricrl.errors import ConfigError
+
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: {what} not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a {what} file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise ConfigError(f"{path}: not a JSON {what}: {err}") from None
+
+
+def _model_dir(model: str) -> str:
+    from rubricrl.errors import ConfigError
+
+    path = Path(model)
+    if not path.is_dir() or not (path / "config.json").is_file():
+        raise ConfigError(f"--model {model}: not a model folder (a folder with config.json, e.g. outputs/models/sft)")
+    return model
 
 
 def cmd_eval(args) -> None:
@@ -116,6 +146,7 @@ def cmd_eval(args) -> None:
     from rubricrl.taskfile import load_tasks
 
     params = _params(args.params)
+    _model_dir(args.model)
     scorer = build_scorer(params.scoring, rubric_path=args.rubric, policy_model=args.model)
     out = Path(args.out or Path("outputs/eval") / Path(args.model).name)
     metrics = evaluate_model(args.model, load_tasks(args.tasks), scorer, out, batch_size=args.batch_size,
@@ -162,8 +193,19 @@ def cmd_pipeline_serve(args) -> None:
     _project_flows().serve_pipeline(cron=args.cron)
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rubricrl", description="Post-train LLMs with rubric rewards.")
+    p.add_argument("--debug", action="store_true", help="show the traceback of a failure")
     sub = p.add_subparsers(dest="command", required=True)
 
     data = sub.add_parser("data", help="task files: validate, generate").add_subparsers(dest="data_cmd", required=True)
@@ -172,8 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(fn=cmd_data_validate)
     g = data.add_parser("generate", help="build the embedded default data set (train.jsonl, test.jsonl)")
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--n-train", type=int, default=800)
-    g.add_argument("--n-test", type=int, default=200)
+    g.add_argument("--n-train", type=positive_int, default=800)
+    g.add_argument("--n-test", type=positive_int, default=200)
     g.add_argument("--heldout-domains", help="comma-separated domains kept out of training")
     g.add_argument("--out-dir", default="data")
     g.set_defaults(fn=cmd_data_generate)
@@ -184,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rubric", help="rubric YAML (default: params.yaml scoring.rubric)")
     s.add_argument("--out", help="output JSONL (default: stdout)")
     s.add_argument("--judge", choices=["grounded", "openai"], help="override params.yaml scoring.judge")
-    s.add_argument("--params", default="params.yaml")
+    s.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
     s.set_defaults(fn=cmd_score)
 
     ev = sub.add_parser("eval", help="greedy generations of a model on a task file, scored with the rubric")
@@ -192,9 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--tasks", required=True, help="task file (JSONL) with reference answers for the gold metrics")
     ev.add_argument("--rubric", help="rubric YAML (default: params.yaml scoring.rubric)")
     ev.add_argument("--out", help="output folder (default: outputs/eval/<model folder name>)")
-    ev.add_argument("--batch-size", type=int, default=8)
-    ev.add_argument("--max-new-tokens", type=int, default=256)
-    ev.add_argument("--params", default="params.yaml")
+    ev.add_argument("--batch-size", type=positive_int, default=8)
+    ev.add_argument("--max-new-tokens", type=positive_int, default=256)
+    ev.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
     ev.set_defaults(fn=cmd_eval)
 
     rb = sub.add_parser("rubric", help="draft, calibrate and gate rubrics").add_subparsers(dest="rubric_cmd", required=True)
@@ -202,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--tasks", required=True)
     rg.add_argument("--out", default="rubric.draft.yaml")
     rg.add_argument("--llm", action="store_true", help="also ask scoring.openai_judge for semantic criteria")
-    rg.add_argument("--params", default="params.yaml")
+    rg.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
     rg.set_defaults(fn=cmd_rubric_generate)
     rc = rb.add_parser("calibrate", help="measure a rubric on validation tasks; drop components that do not discriminate")
     rc.add_argument("--rubric", required=True)
@@ -210,11 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--policy-responses", help="JSONL (id, response) of policy samples to add")
     rc.add_argument("--policy-model", help="sample rubric.policy_samples answers per task from this model folder")
     rc.add_argument("--out-dir", default="outputs/rubric")
-    rc.add_argument("--params", default="params.yaml")
+    rc.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
     rc.set_defaults(fn=cmd_rubric_calibrate)
     rt = rb.add_parser("gate", help="exit non-zero, naming the failures, if a calibration report fails the gate")
     rt.add_argument("--report", default="outputs/rubric/report.json")
-    rt.add_argument("--params", default="params.yaml")
+    rt.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
     rt.set_defaults(fn=cmd_rubric_gate)
 
     c = sub.add_parser("config", help="params files").add_subparsers(dest="config_cmd", required=True)
@@ -235,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    stage_main(lambda: args.fn(args))
+    stage_main(lambda: args.fn(args), debug=args.debug)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,44 @@
-"""Shared entry behaviour for the CLI and stage scripts: user errors print cleanly and exit 2."""
+"""Shared entry behaviour for the CLI and stage scripts: every failure is one `error:` line, exit 2."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Callable
 
+from pydantic import ValidationError
+
 from rubricrl.errors import RubricRLError
 
+EXIT_ERROR = 2
 
-def stage_main(fn: Callable[[], None]) -> None:
+
+def describe(err: BaseException) -> str:
+    """What went wrong, for a user: the project's own message, or the OS's with the file it names."""
+    if isinstance(err, RubricRLError):
+        return str(err)
+    if isinstance(err, OSError) and err.filename is not None:
+        return f"{err.filename}: {err.strerror or err}"
+    if isinstance(err, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in err.errors())
+    return f"unexpected {type(err).__name__}: {err} (rerun with --debug or RUBRICRL_DEBUG=1 for the traceback)"
+
+
+def stage_main(fn: Callable[[], None], debug: bool = False) -> None:
+    debug = debug or os.environ.get("RUBRICRL_DEBUG") == "1"
     try:
         fn()
-    except RubricRLError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`rubricrl score ... | head`): nothing more to say, and nothing to flush.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print("error: output pipe closed by the reader", file=sys.stderr)
+        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as err:  # noqa: BLE001 - the one place that turns any failure into a clean exit
+        if debug:
+            raise
+        print(f"error: {describe(err)}", file=sys.stderr)
+        sys.exit(EXIT_ERROR)

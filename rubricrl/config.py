@@ -1,4 +1,9 @@
-"""params.yaml: one typed section per stage. Errors name the file, line and key."""
+"""params.yaml: one typed section per stage. Errors name the file, line and key.
+
+A params file must name every section (a missing one is an error, never a silent fallback to the
+code defaults); inside a section, a key left out takes the default written beside it below. Keys
+given twice, unknown keys, and non-finite numbers (.inf, .nan) are errors.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from rubricrl.errors import ConfigError
 from rubricrl.yamlfile import read_mapping, validation_error
 from rubricrl.rubric.spec import JudgeConfig
 from rubricrl.train.settings import GRPOSettings, SFTSettings
@@ -15,7 +21,7 @@ DEFAULT_PARAMS = "params.yaml"
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class DataParams(Section):
@@ -36,7 +42,7 @@ class DataParams(Section):
 
 
 class ScoringParams(Section):
-    rubric: str = "rubrics/json_extraction.yaml"
+    rubric: str = "json_extraction"  # a shipped rubric by name, or a YAML path
     judge: Literal["grounded", "openai"] = "grounded"  # openai: every judge criterion uses openai_judge
     openai_judge: JudgeConfig | None = None  # endpoint settings when judge is 'openai'
 
@@ -107,7 +113,15 @@ class Params(Section):
 def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
     path = Path(path)
     data, root = read_mapping(path, "params")
+    problems = []
+    missing = [name for name in Params.model_fields if name not in data]
+    if missing:
+        problems.append(f"{path}: missing section(s): {', '.join(missing)} (a params file names every section; "
+                        f"copy them from the shipped params.yaml)")
     try:
-        return Params.model_validate(data)
+        params = Params.model_validate(data)
     except ValidationError as err:
-        raise validation_error(err, data, root, path) from None
+        problems.append(str(validation_error(err, data, root, path)))
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return params

@@ -27,8 +27,9 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from typing import Mapping, Sequence
+from functools import lru_cache, wraps
+from itertools import islice
+from typing import Iterator, Mapping, Sequence
 
 _WS = re.compile(r"\s+")
 # Punctuation that carries no meaning for matching (kept: digits, letters, CJK, . and -, and the
@@ -56,19 +57,37 @@ _CN_COUNTED = ("人", "位", "个", "名", "年", "岁", "月", "天", "日", "�
 
 # A thousands separator (one comma before exactly three digits) goes, so that '1,299' reads as '1299'
 # and '12,99' as '12 99' (two numbers), as extract_numbers reads them.
-_THOUSANDS_SEP = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_THOUSANDS_SEP = re.compile(r",(?<=\d,)(?=\d{3}(?!\d))")  # starts with ',': found by a fast scan
 
 
+_MEMOS: list = []
+
+
+def _memo(fn):
+    """Memoise a pure function of one string: the rules and the judge read the same answer and gold
+    values many times. Few long strings are kept (memory), but one huge value is read once."""
+    short, long = lru_cache(maxsize=8192)(fn), lru_cache(maxsize=4)(fn)
+    _MEMOS.extend((short, long))
+    return wraps(fn)(lambda s: long(s) if len(s) > 1000 else short(s))
+
+
+def clear_caches() -> None:
+    """Forget every memoised string (benchmarks: fresh completions share nothing)."""
+    for cache in _MEMOS:
+        cache.cache_clear()
+
+
+@_memo
 def normalize_text(s: str) -> str:
     s = unicodedata.normalize("NFKC", s).casefold()
     s = _THOUSANDS_SEP.sub("", s)
-    s = _PUNCT.sub(" ", s)
-    return _WS.sub(" ", s).strip()
+    return " ".join(_PUNCT.sub(" ", s).split())  # split(): the whitespace of \s, faster than a sub
 
 
 _SPACE_NOT_BETWEEN_DIGITS = re.compile(r"(?<!\d) | (?!\d)")
 
 
+@_memo
 def _squeeze(norm: str) -> str:
     """A normalised text without spaces (Chinese has none; '30 h' vs '30h'), except between two
     digits: '12,99' must not become the number 1299."""
@@ -82,6 +101,9 @@ def _compact(s: str) -> str:
 
 def _is_cjk(ch: str) -> bool:
     return "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf"
+
+
+_CJK = re.compile("[\u4e00-\u9fff\u3400-\u4dbf]")
 
 
 def _cn_to_int(s: str) -> int | None:
@@ -156,6 +178,9 @@ _AFTER_RE = re.compile(rf"(?:{'|'.join(re.escape(w) for w in _AFTER_WORDS)}){{0,
 UNIT_WHITELIST = frozenset(_AFTER_WORDS)
 
 
+_NUMBER_MAX_CHARS = 200
+
+
 def parse_number(value) -> float | None:
     """A number from a JSON value: numbers as is, numeric strings ('1,299.00', '¥30', '3.5万', '30 h').
 
@@ -168,6 +193,13 @@ def parse_number(value) -> float | None:
         return float(value) if math.isfinite(value) else None
     if not isinstance(value, str):
         return None
+    if len(value) > _NUMBER_MAX_CHARS and len(value.strip()) > _NUMBER_MAX_CHARS:
+        return None  # no number with its currency and unit is this long: skip the scan of a huge value
+    return _parse_number_str(value)
+
+
+@_memo
+def _parse_number_str(value: str) -> float | None:
     text = unicodedata.normalize("NFKC", value).strip()
     if _CN_NUMBER.fullmatch(text) and text not in ("十", "百"):
         return float(_cn_to_int(text))
@@ -317,39 +349,54 @@ COPY_MAX_WORDS = 12
 COPY_MAX_CJK_CHARS = 40  # a value with CJK characters: more than 40 characters (spaces not counted)
 _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "inc", "ltd", "co", "corp", "no", "prof",
                             "mt", "ft", "approx", "dept", "est", "fig", "etc", "e.g", "i.e", "u.s", "a.m", "p.m"})
-_SENTENCE_END = re.compile(r"[。！？!?]+|\n+|\.(?=\s)")
+# A '. ' end carries the word before it (group 1: a run of letters and dots, matched from its start
+# so that each run is scanned once): initials and abbreviations do not end a sentence.
+_SENTENCE_END = re.compile(r"[。！？!?]+|\n+|(?<![A-Za-z.])([A-Za-z.]*)\.(?=\s)")
+_NEXT_CHAR = re.compile(r"\s*(\S?)")
 
 
 def split_sentences(text: str) -> list[str]:
     """The text cut at sentence ends (。！？!? a line break, or '. ' before a capital or digit that
     does not close an abbreviation or an initial)."""
+    return list(iter_sentences(text))
+
+
+def iter_sentences(text: str) -> Iterator[str]:
+    """split_sentences, one sentence at a time (a caller may stop early)."""
     text = unicodedata.normalize("NFKC", text)
-    out, start = [], 0
+    start = 0
     for m in _SENTENCE_END.finditer(text):
-        if m.group() == ".":
-            word = re.search(r"([A-Za-z.]*)$", text[: m.start()]).group(1).casefold()
-            rest = text[m.end():].lstrip()
-            if not rest or len(word.replace(".", "")) == 1 or word in _ABBREVIATIONS:
+        cut = m.start()
+        if m.group(1) is not None:
+            word, cut = m.group(1).casefold(), m.end() - 1
+            nxt = _NEXT_CHAR.match(text, m.end()).group(1)
+            if not nxt or len(word.replace(".", "")) == 1 or word in _ABBREVIATIONS:
                 continue
-            if not (rest[0].isupper() or rest[0].isdigit() or _is_cjk(rest[0]) or rest[0] in "\"'“‘("):
+            if not (nxt.isupper() or nxt.isdigit() or _is_cjk(nxt) or nxt in "\"'“‘("):
                 continue
-        out.append(text[start: m.start()])
+        if text[start:cut].strip():
+            yield text[start:cut]
         start = m.end()
-    out.append(text[start:])
-    return [s for s in out if s.strip()]
+    if text[start:].strip():
+        yield text[start:]
 
 
 _MAY_END = re.compile(r"[.!?。！？｡\n]")
 
 
+@_memo
+def _crosses_sentences(value: str) -> bool:
+    return bool(_MAY_END.search(value)) and len(list(islice(filter(normalize_text, iter_sentences(value)), 2))) > 1
+
+
 def copy_problem(value: str, max_chars: int | None = None, norm: str | None = None) -> str | None:
     """Why a string copies more than a field value needs (None if it does not)."""
     norm = normalize_text(value) if norm is None else norm
-    if _MAY_END.search(value) and len([s for s in split_sentences(value) if normalize_text(s)]) > 1:
+    if _crosses_sentences(value):
         return "copies text across a sentence boundary"
     if max_chars is not None and len(value) > max_chars:
         return f"longer than the schema's maxLength {max_chars}"
-    if any(_is_cjk(ch) for ch in norm):
+    if _CJK.search(norm):
         n = len(norm.replace(" ", ""))
         if n > COPY_MAX_CJK_CHARS:
             return f"{n} characters copied: a passage, not a field value"
@@ -520,11 +567,13 @@ class Source:
         """True if a non-null scalar or every element of an array is stated by the source, read with
         the field's rule (unit factors, copy limit, date/time formats the task asks for; None: STRICT)."""
         rule = rule or STRICT
+        if isinstance(value, (str, list, dict)) and len(value) > 1000:
+            return self._supports(value, rule)  # no cache entry holding a huge key
         key = (type(value).__name__, repr(value), rule)
         hit = self._cache.get(key)
         if hit is None:
             hit = self._supports(value, rule)
-            if len(self._cache) < 4096:
+            if len(self._cache) < 4096 and len(key[1]) <= 1000:
                 self._cache[key] = hit
         return hit
 

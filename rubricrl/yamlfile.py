@@ -10,17 +10,43 @@ from pydantic import ValidationError
 from rubricrl.errors import ConfigError
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load that refuses a key given twice in one mapping (plain YAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key: let the base class report it
+                continue
+            if first != key_node.start_mark.line + 1:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key '{key}' (first at line {first})", key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
 def read_mapping(path: Path, what: str) -> tuple[dict, yaml.Node | None]:
     """The parsed mapping and its node tree (for line numbers); ConfigError naming the file otherwise."""
     try:
         text = path.read_text(encoding="utf-8")
-        data, root = yaml.safe_load(text), yaml.compose(text)
+        root = yaml.compose(text, Loader=_UniqueKeyLoader)
+        data = _UniqueKeyLoader(text).get_single_data() if root is not None else None
     except FileNotFoundError:
         raise ConfigError(f"{path}: {what} file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a {what} file") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read the {what} file: {err.strerror}") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         raise ConfigError(f"{where}: invalid YAML: {getattr(err, 'problem', err)}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

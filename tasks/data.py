@@ -1,12 +1,15 @@
 """DVC stage `data`: build the train/test task files (generated, or the user's JSONL) and their stats."""
 
+from pathlib import Path
+
 from rubricrl import tracking
-from rubricrl.atomic import write_json, write_jsonl
+from rubricrl.atomic import output_set, write_json, write_jsonl
 from rubricrl.cli_support import stage_main
 from rubricrl.config import load_params
 from rubricrl.data.prepare import prepare_splits, split_stats
 
-OUT = {"train": "data/train.jsonl", "val": "data/val.jsonl", "test": "data/test.jsonl"}
+OUT_DIR = Path("data")
+OUT = {name: OUT_DIR / f"{name}.jsonl" for name in ("train", "val", "test")}
 METRICS = "metrics/data.json"
 
 
@@ -16,14 +19,15 @@ def main() -> None:
     inputs = [cfg.tasks_file] if cfg.source == "file" else []
     with tracking.stage_run(params.tracking, "data", {"data": cfg.model_dump()}, inputs=inputs) as mlflow:
         splits = prepare_splits(cfg)  # validates everything before anything is written
-        for name, path in OUT.items():
-            write_jsonl(path, (t.to_dict() for t in splits[name]))
+        with output_set(OUT_DIR, f"{OUT_DIR}: another run is writing here; waiting for it") as stage:
+            for name, path in OUT.items():  # the three files appear together or not at all
+                write_jsonl(stage / path.name, (t.to_dict() for t in splits[name]))
         stats = split_stats(splits)
         write_json(METRICS, stats)
         if mlflow:
             mlflow.log_metrics({f"{s}.{k}": v for s, d in stats.items() for k, v in d.items() if not isinstance(v, dict)})
             mlflow.log_dict(stats, "data_stats.json")
-            tracking.log_outputs(mlflow, list(OUT.values()))
+            tracking.log_outputs(mlflow, [str(p) for p in OUT.values()])
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ SHIPPED_PARAMS = [ROOT / "params.yaml", ROOT / "configs" / "production.yaml"]  #
 @pytest.mark.parametrize("path", SHIPPED_PARAMS, ids=lambda p: p.name)
 def test_shipped_params_validate(path):
     params = load_params(path)
-    load_rubric(ROOT / params.scoring.rubric)
+    load_rubric(params.scoring.rubric)
 
 
 def test_production_profile_uses_an_llm_judge_that_is_not_the_policy():
@@ -26,7 +26,7 @@ def test_production_profile_uses_an_llm_judge_that_is_not_the_policy():
     assert params.policy.model == "Qwen/Qwen2.5-7B-Instruct"
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "rubrics").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((ROOT / "rubricrl" / "rubrics").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_rubrics_load(path):
     load_rubric(path)
 
@@ -49,6 +49,7 @@ def test_unknown_and_mistyped_keys_are_named_with_line(tmp_path):
     assert f"{path}:3: data.n_trian: unknown key" in msg
     assert f"{path}:4: data.n_test:" in msg
     assert f"{path}:5: scoring:" in msg and "openai_judge: required" in msg
+    assert f"{path}: missing section(s): rubric, sft, grpo, eval, policy, tracking" in msg
 
 
 def test_cli_config_validate(capsys):

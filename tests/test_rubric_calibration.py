@@ -16,7 +16,7 @@ from rubricrl.rubric.spec import Criterion, Rubric, load_rubric
 from rubricrl.rubric.workflow import run_calibration, write_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED_RUBRIC = ROOT / "rubrics" / "json_extraction.yaml"
+SEED_RUBRIC = ROOT / "rubricrl" / "rubrics" / "json_extraction.yaml"
 
 
 @pytest.fixture(scope="module")

@@ -38,8 +38,8 @@ def test_llm_proposals_are_validated_into_the_draft(llama_server, tasks, tmp_pat
     assert load_rubric(path) == draft  # whatever was kept is whole and valid
 
 
-def test_adaptive_sampling_gives_identical_scores_at_a_fraction_of_the_calls(llama_server, tasks):
-    rubric = load_rubric("rubrics/json_extraction.yaml")
+def test_adaptive_sampling_agrees_within_a_bound_at_a_fraction_of_the_calls(llama_server, tasks):
+    rubric = load_rubric("json_extraction")
     crit = next(c for c in rubric.criteria if c.kind == "judge")
     reqs = [JudgeRequest(t, json.dumps(t.reference, ensure_ascii=False), t.reference, crit) for t in tasks[:12]]
     # concurrency 1: llama.cpp's server serves one request at a time and loses its prompt cache otherwise
@@ -48,7 +48,8 @@ def test_adaptive_sampling_gives_identical_scores_at_a_fraction_of_the_calls(lla
     a = full.judge_batch(reqs)
     b = adaptive.judge_batch(reqs)
     # llama.cpp at temperature 0 is not bit-deterministic (one verdict of 12 flipped 3 -> 0 in a fresh-clone
-    # run), so the guarantee is agreement within a bound, not equality of two runs.
+    # run), so the guarantee is agreement within a bound, not equality of two runs; the bound is measured
+    # over many answers, with the noise floor of two full runs, by benchmarks/judge_adaptive.py.
     agree = sum(x.score == y.score for x, y in zip(a, b))
     assert agree >= len(reqs) - 2, [(x.score, y.score) for x, y in zip(a, b)]
     assert 2.0 <= full.calls / len(reqs) <= 2.5  # median of 3, early stop: temperature-0 samples mostly agree
@@ -59,7 +60,7 @@ def test_calibration_with_the_openai_judge_reports_consistency_and_calls(llama_s
     cfg = judge_config(llama_server, adaptive_samples=True, warmup_verdicts=3, concurrency=1)
     params = Params.model_validate({"scoring": {"judge": "openai", "openai_judge": cfg.model_dump()},
                                     "rubric": {"n_calibration": 5}})
-    rubric = Rubric.model_validate(load_rubric("rubrics/json_extraction.yaml").model_dump())
+    rubric = Rubric.model_validate(load_rubric("json_extraction").model_dump())
     cal = run_calibration(rubric, tasks, params)
     consistency = cal.report["judge_consistency"]["faithfulness"]
     assert consistency["judge"] == "openai" and consistency["verdicts_with_repeats"] > 0

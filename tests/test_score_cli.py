@@ -8,7 +8,8 @@ from rubricrl.cli import main
 from tests.test_taskfile import GOOD, write_lines
 
 
-def test_score_command_writes_one_line_per_response(tmp_path, capsys):
+def test_score_command_writes_one_line_per_response(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # outside the project: no params.yaml, the shipped rubric is still found
     tasks = write_lines(tmp_path / "tasks.jsonl", [GOOD])
     gold = json.dumps(GOOD["reference"])
     responses = write_lines(tmp_path / "responses.jsonl", [
@@ -17,8 +18,7 @@ def test_score_command_writes_one_line_per_response(tmp_path, capsys):
         {"id": "t1", "response": "no idea"},
     ])
     out = tmp_path / "scored.jsonl"
-    main(["score", "--tasks", str(tasks), "--responses", str(responses), "--out", str(out),
-          "--params", str(tmp_path / "absent.yaml")])
+    main(["score", "--tasks", str(tasks), "--responses", str(responses), "--out", str(out)])
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r.get("model") for r in rows] == ["sft", "grpo", None]
     assert rows[0]["step"] == 3 and rows[0]["response"] == gold
@@ -26,7 +26,7 @@ def test_score_command_writes_one_line_per_response(tmp_path, capsys):
     for cid in ("format", "required_fields", "field_types", "faithfulness", "extra_text", "invented_values"):
         assert {"score", "max", "weight", "reason"} <= set(rows[1][cid])
     err = capsys.readouterr().err
-    assert "faithfulness" in err and "3 responses scored" in err
+    assert "faithfulness" in err and "3 responses scored" in err and "using the built-in defaults" in err
 
 
 def test_score_command_bad_responses_file_writes_nothing(tmp_path, capsys):

@@ -15,7 +15,7 @@ from rubricrl.rubric.scoring import RubricScorer
 from rubricrl.rubric.spec import load_rubric
 from rubricrl.taskfile import Task
 
-RUBRIC = Path(__file__).resolve().parent.parent / "rubrics" / "json_extraction.yaml"
+RUBRIC = Path(__file__).resolve().parent.parent / "rubricrl" / "rubrics" / "json_extraction.yaml"
 SCHEMA = {
     "type": "object",
     "properties": {"name": {"type": "string"}, "price": {"type": "number"}, "color": {"type": ["string", "null"]}},

@@ -32,13 +32,14 @@ def test_two_process_grpo_under_accelerate(tmp_path):
     tasks = tmp_path / "train.jsonl"
     write_jsonl(tasks, (t.to_dict() for t in tiny_tasks()))
     params = tmp_path / "params.yaml"
-    params.write_text(yaml.safe_dump({
-        # 2 processes x 2 completions each = one group of 2 per process per step
-        "grpo": {"num_generations": 2, "per_device_batch_size": 2, "max_completion_length": 8, "max_steps": 2,
-                 "save_steps": 1, "general_share": 0.0},
-        "scoring": {"rubric": str(RUBRIC)},
-        "tracking": {"enabled": False},
-    }))
+    shipped = yaml.safe_load((ROOT / "params.yaml").read_text())
+    # 2 processes x 2 completions each = one group of 2 per process per step
+    shipped["grpo"].update({"num_generations": 2, "per_device_batch_size": 2, "max_completion_length": 8,
+                            "max_steps": 2, "save_steps": 1, "general_share": 0.0})
+    shipped["grpo"]["monitor"] = {"enabled": False}
+    shipped["scoring"]["rubric"] = str(RUBRIC)
+    shipped["tracking"]["enabled"] = False
+    params.write_text(yaml.safe_dump(shipped))
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",

@@ -13,7 +13,7 @@ from rubricrl.taskfile import Task
 from rubricrl.train.settings import GRPOSettings
 
 ROOT = Path(__file__).resolve().parent.parent
-RUBRIC = ROOT / "rubrics" / "json_extraction.yaml"
+RUBRIC = ROOT / "rubricrl" / "rubrics" / "json_extraction.yaml"
 
 
 def tiny_tasks() -> list[Task]:

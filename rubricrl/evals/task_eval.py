@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from rubricrl.atomic import write_json, write_jsonl, write_text
+from rubricrl.atomic import output_set, write_json, write_jsonl, write_text
 from rubricrl.evals.bootstrap import ratio_ci
 from rubricrl.evals.generate import generate_with_stats
 from rubricrl.evals.strict import StrictCounts, strict_counts, summarize
@@ -169,9 +169,10 @@ def evaluate_model(model_dir: str | Path, tasks: Sequence[Task], scorer: RubricS
     responses, stats = generate_with_stats(model_dir, tasks, batch_size=batch_size, max_new_tokens=max_new_tokens)
     metrics = evaluate_responses(tasks, responses, scorer, n_boot=n_boot, seed=seed)
     metrics["generation"] = {"model_dir": str(model_dir), **stats.to_dict()}
-    write_jsonl(out / "responses.jsonl",
-                ({"id": s["id"], "part": s["part"], "response": s["response"], "total": s["total"], "strict": s["strict"]}
-                 for s in metrics["samples"]))
-    write_text(out / "samples.md", samples_markdown(metrics["samples"], n_samples_table))
-    write_json(out / "metrics.json", {k: v for k, v in metrics.items() if k != "samples"})
+    with output_set(out, f"{out}: another run is writing here; waiting for it") as stage:
+        write_jsonl(stage / "responses.jsonl",
+                    ({"id": s["id"], "part": s["part"], "response": s["response"], "total": s["total"],
+                      "strict": s["strict"]} for s in metrics["samples"]))
+        write_text(stage / "samples.md", samples_markdown(metrics["samples"], n_samples_table))
+        write_json(stage / "metrics.json", {k: v for k, v in metrics.items() if k != "samples"})
     return metrics

@@ -9,10 +9,13 @@ import threading
 from pathlib import Path
 
 
-def cache_key(model: str, messages: list[dict], sample: int, temperature: float) -> str:
-    # Everything that decides the sample; the prompt carries the criterion, task and response.
-    blob = json.dumps([model, messages, sample, temperature], ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+def cache_key(*, base_url: str, model: str, messages: list[dict], sample: int, temperature: float,
+              max_tokens: int, response_format: str) -> str:
+    # Everything that decides the sample: the endpoint and its settings, and the prompt, which carries the
+    # criterion, task and response. ASCII JSON, so a lone surrogate in a response cannot break the hash.
+    parts = dict(base_url=base_url.rstrip("/"), model=model, messages=messages, sample=sample,
+                 temperature=temperature, max_tokens=max_tokens, response_format=response_format)
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("ascii")).hexdigest()
 
 
 class JudgeCache:

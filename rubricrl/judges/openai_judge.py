@@ -3,6 +3,17 @@
 Each verdict is the median of up to `samples` scores (sample i sent with seed=i), stopping early when
 the first two agree. Samples are cached on disk, requests run on a bounded thread pool, transient
 failures are retried with backoff, and anything that still fails raises JudgeError, never a 0.
+
+Bounded cost: `timeout_s` is the total time of one HTTP call (connect, send, and the whole reply), and a
+reply is read to at most MAX_REPLY_BYTES. A timed-out, failed or unusable call is retried like any other
+failure, so one verdict takes at most
+    samples x (max_retries + 1) x timeout_s  +  samples x the backoffs (min(backoff_s x 2^k, 10 s), k < max_retries)
+plus, once per judge with response_format auto, up to two calls (each within timeout_s) that find the format
+the server accepts. Verdicts run `concurrency` at a time.
+
+Secrets: the API key is checked when the judge is built, and every JudgeError is built by
+OpenAIJudge._error, which redacts the key in all its spellings (and any 8+ character piece of one)
+before any text is cut.
 """
 
 from __future__ import annotations
@@ -14,9 +25,12 @@ import re
 import statistics
 import threading
 import time
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, TypeVar
+from urllib.parse import quote, quote_plus
 
+import httpcore
 import httpx
 
 from rubricrl.errors import ConfigError, JudgeError
@@ -26,8 +40,13 @@ from rubricrl.prompt import task_user_message
 from rubricrl.rubric.spec import Criterion, JudgeConfig
 
 FENCE_RUN = re.compile(r"\[{3,}")  # the fence markers start with "[[["; data may not contain that
+OBJECT_START = re.compile(r'\{\s*"')  # where an object with a key (a verdict) may start
 SCORE_RE = re.compile(r'"?\bscore"?\s*[:=]\s*"?(-?\d+(?:\.\d+)?)', re.IGNORECASE)
 MAX_BACKOFF_S = 10.0
+MAX_REPLY_BYTES = 1 << 20  # a longer reply body fails the call
+MAX_VERDICT_CHARS = 32_000  # a reply is searched for its verdict this far
+MAX_OBJECT_CHARS = 2_000  # a verdict object is decoded within this window (its reason is short)
+MAX_DETAIL_CHARS = 16_000  # untrusted text searched for key pieces for an error message (which shows 200)
 T = TypeVar("T")
 SYSTEM_RULES = (
     "You are a strict grader. You score one ANSWER against one criterion of a rubric.\n"
@@ -95,24 +114,56 @@ def verdict_schema(lo: int, hi: int) -> dict:
 
 
 def _as_int(value) -> int | None:
+    if isinstance(value, bool):  # JSON true/false are not the scores 1/0
+        return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return int(number) if number.is_integer() else None
+    return int(number) if number.is_integer() else None  # NaN and infinities are not integers
+
+
+def _first_scored_object(text: str) -> dict | None:
+    """The first JSON object (nested ones included) with a "score" key, in document order.
+
+    Linear in the text: each '{' is decoded within a window, and the characters decoded in all (as far as
+    each attempt got) are capped, so neither long nor deeply nested replies make the search quadratic.
+    """
+    decoder = json.JSONDecoder()
+    budget, match = 4 * len(text), OBJECT_START.search(text)
+    while match and budget > 0:
+        start = match.start()
+        window = text[start:start + MAX_OBJECT_CHARS]
+        try:
+            obj, end = decoder.raw_decode(window)
+        except json.JSONDecodeError as err:
+            budget -= err.pos + 1
+            match = OBJECT_START.search(text, start + 1)
+            continue
+        except (ValueError, RecursionError):  # an integer too long to convert, or nesting too deep
+            budget -= len(window)
+            match = OBJECT_START.search(text, start + 1)
+            continue
+        budget -= end
+        stack = [obj]
+        while stack:  # pre-order walk of the decoded object; its nested objects need no decoding again
+            item = stack.pop()
+            if isinstance(item, dict):
+                if "score" in item:
+                    return item
+                stack.extend(reversed(item.values()))
+            elif isinstance(item, list):
+                stack.extend(reversed(item))
+        match = OBJECT_START.search(text, start + end)
+    return None
 
 
 def parse_verdict(text: str, lo: int, hi: int) -> dict | None:
     """{score, reason} from a reply: the first JSON object with a score, else 'score: N'; None if no valid score."""
-    decoder = json.JSONDecoder()
-    for start in (i for i, ch in enumerate(text) if ch == "{"):
-        try:
-            obj, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and "score" in obj:
-            score, reason = obj["score"], obj.get("reason")
-            break
+    text = text[:MAX_VERDICT_CHARS]
+    obj = _first_scored_object(text)
+    if obj is not None:
+        score, reason = obj["score"], obj.get("reason")
     else:
         match = SCORE_RE.search(text)
         if not match:
@@ -121,7 +172,123 @@ def parse_verdict(text: str, lo: int, hi: int) -> dict | None:
     score = _as_int(score)
     if score is None or not lo <= score <= hi:
         return None
-    return {"score": score, "reason": str(reason).strip() if reason else text.strip()[:500]}
+    reason = reason.strip() if isinstance(reason, str) else ""
+    return {"score": score, "reason": reason or text.strip()[:500]}
+
+
+def check_api_key(env: str, key: str) -> None:
+    """ConfigError saying what is wrong with the key in environment variable `env`; never shows any of the key."""
+    where = f"environment variable {env} (api_key_env)"
+    names = {"\r": "a carriage return", "\n": "a line feed", "\0": "a NUL byte", "\t": "a tab"}
+    bad = next((ch for ch in key if unicodedata.category(ch) == "Cc"), None)  # C0, DEL and C1
+    if bad is not None:
+        raise ConfigError(f"{where} holds {names.get(bad, 'a control character')}; strip it")
+    if key != key.strip():
+        raise ConfigError(f"{where} has leading or trailing whitespace; strip it")
+    if not key.isascii():  # httpx sends headers as ASCII; a non-ASCII key is a paste error
+        raise ConfigError(f"{where} holds a non-ASCII character; an API key is plain ASCII")
+
+
+class Redactor:
+    """Hides a secret in text: every spelling error text may carry it in, and every piece of one 8+ chars long."""
+
+    PIECE = 8
+
+    def __init__(self, secret: str | None):
+        forms = set()
+        if secret:
+            utf8 = secret.encode("utf-8", "backslashreplace")
+            forms = {secret, repr(secret)[1:-1], ascii(secret)[1:-1], repr(utf8)[2:-1],
+                     secret.encode("unicode_escape").decode("ascii"),
+                     quote(utf8, safe=""), quote(utf8), quote_plus(utf8),
+                     json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+        self.forms = sorted(forms - {""}, key=len, reverse=True)
+        n = self.PIECE
+        self.pieces = {form[i:i + n] for form in self.forms for i in range(len(form) - n + 1)}
+
+    def __call__(self, text: str, keep: int | None = None) -> str:
+        """text redacted; with keep, its first `keep` characters, cut only once every whole key is hidden."""
+        for form in self.forms:
+            text = text.replace(form, "***")
+        text = text[:keep]
+        n, spans = self.PIECE, []
+        for i in range(len(text) - n + 1) if self.pieces else ():
+            if text[i:i + n] in self.pieces:
+                if spans and i <= spans[-1][1]:
+                    spans[-1][1] = i + n
+                else:
+                    spans.append([i, i + n])
+        out, last = [], 0
+        for a, b in spans:
+            out += [text[last:a], "***"]
+            last = b
+        return "".join(out) + text[last:]
+
+
+_deadline = threading.local()  # .at: the monotonic time by which this thread's HTTP call must be done
+
+
+def _within_deadline(timeout: float | None, expired: type[Exception]) -> float | None:
+    at = getattr(_deadline, "at", None)
+    if at is None:
+        return timeout
+    left = at - time.monotonic()
+    if left <= 0:
+        raise expired("the call's total time limit passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write waits no longer than the thread's deadline allows."""
+
+    def __init__(self, stream: httpcore.NetworkStream):
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _within_deadline(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _within_deadline(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:
+        timeout = _within_deadline(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str):
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self, backend: httpcore.NetworkBackend):
+        self._backend = backend
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        timeout = _within_deadline(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._backend.connect_tcp(host, port, timeout, local_address, socket_options))
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        timeout = _within_deadline(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._backend.connect_unix_socket(path, timeout, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+def _deadline_client(**kwargs) -> httpx.Client:
+    """An httpx.Client whose calls keep to the calling thread's deadline (_deadline.at).
+
+    httpx bounds each socket operation, not a call, and has no public way to choose the network backend
+    of its connection pools; this sets it on every pool of the client (proxy mounts included).
+    """
+    client = httpx.Client(**kwargs)
+    for transport in (client._transport, *client._mounts.values()):
+        pool = getattr(transport, "_pool", None)
+        if isinstance(pool, httpcore.ConnectionPool):
+            pool._network_backend = _DeadlineBackend(pool._network_backend)
+    return client
 
 
 def same_model(a: str, b: str) -> bool:
@@ -145,15 +312,16 @@ class OpenAIJudge:
             )
         self.config = config
         self.url = config.base_url.rstrip("/") + "/chat/completions"
-        self._key = None
+        key = os.environ.get(config.api_key_env) if config.api_key_env else None
+        self._redact = Redactor(key)
         if config.api_key_env:
-            self._key = os.environ.get(config.api_key_env)
-            if not self._key:
-                raise JudgeError(
+            if not key:
+                raise self._error(
                     f"judge {config.model}: environment variable {config.api_key_env} (api_key_env) is not set"
                 )
-        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        self._client = httpx.Client(
+            check_api_key(config.api_key_env, key)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = _deadline_client(
             timeout=config.timeout_s, headers=headers, limits=httpx.Limits(max_connections=config.concurrency)
         )
         self._cache = JudgeCache(config.cache_dir) if config.cache_dir else None
@@ -200,7 +368,9 @@ class OpenAIJudge:
                 break
             if i == 2 and samples[0]["score"] == samples[1]["score"]:
                 break  # the first two agree: stop early (a third could not move a median of three)
-            key = cache_key(cfg.model, messages, i, cfg.temperature)
+            key = cache_key(base_url=cfg.base_url, model=cfg.model, messages=messages, sample=i,
+                            temperature=cfg.temperature, max_tokens=cfg.max_tokens,
+                            response_format=cfg.response_format)
             sample = self._cache.get(key) if self._cache else None
             if sample is None:
                 sample, n = self._sample(request, messages, i, lo, hi)
@@ -254,34 +424,65 @@ class OpenAIJudge:
             with self._lock:
                 self.calls += 1
             retryable = backoff = True
+            detail = None  # untrusted text for the error message
             try:
-                resp = self._client.post(self.url, json=body)
+                status, data, complete = self._post(body)
             except httpx.TimeoutException:
                 cause = f"timed out after {cfg.timeout_s:g} s calling {cfg.base_url}"
             except httpx.TransportError as err:
-                cause = f"connection failed to {cfg.base_url}: {err or type(err).__name__}"
+                cause, detail = f"connection failed to {cfg.base_url}", str(err) or type(err).__name__
+            except (httpx.HTTPError, httpx.InvalidURL) as err:
+                cause, detail = f"request to {cfg.base_url} failed", f"{type(err).__name__}: {err}"
             else:
-                if resp.is_success:
+                if 200 <= status < 300:
                     with self._lock:
                         self._fmt_ok = self._fmt_ok or fmt == self._fmt
-                    text = _reply_text(resp)
-                    parsed = parse(text)
-                    if parsed is not None:
-                        return parsed, calls
-                    cause, backoff = f"unusable reply ({unusable}): {_short(text)!r}", False
-                    unparsed += 1
-                elif self._format_rejected(fmt, resp.status_code):
+                    try:
+                        text = _reply_content(data, complete)
+                    except ValueError as err:
+                        cause, detail = f"unusable reply ({err})", data.decode("utf-8", "replace")
+                    else:
+                        parsed = parse(text)
+                        if parsed is not None:
+                            return parsed, calls
+                        cause, detail, backoff = f"unusable reply ({unusable})", text, False
+                        unparsed += 1
+                elif self._format_rejected(fmt, status):
                     continue  # not a failure: the next format is tried at once
                 else:
-                    cause = f"HTTP {resp.status_code}: {_short(_error_text(resp))}"
-                    retryable = resp.status_code == 429 or resp.status_code >= 500  # other 4xx will not heal
+                    cause, detail = f"HTTP {status}", _error_text(data)
+                    retryable = status == 429 or status >= 500  # other 4xx will not heal
             failures += 1
             if not retryable or failures > cfg.max_retries:
-                raise JudgeError(self._redact(
-                    f"openai judge {cfg.model}: {what}: no verdict after {calls} attempt(s): {cause}"
-                )) from None
+                raise self._error(f"openai judge {cfg.model}: {what}: no verdict after {calls} attempt(s): {cause}",
+                                  detail) from None
             if backoff:
                 time.sleep(min(cfg.backoff_s * 2 ** (failures - 1), MAX_BACKOFF_S))
+
+    def _post(self, body: dict) -> tuple[int, bytes, bool]:
+        """Status, body (up to MAX_REPLY_BYTES) and whether that is all of it, within timeout_s in all."""
+        _deadline.at = time.monotonic() + self.config.timeout_s
+        try:
+            with self._client.stream("POST", self.url, json=body) as resp:
+                data = bytearray()
+                for chunk in resp.iter_bytes():
+                    data += chunk
+                    if len(data) > MAX_REPLY_BYTES:
+                        return resp.status_code, bytes(data[:MAX_REPLY_BYTES]), False
+                    _within_deadline(None, httpx.ReadTimeout)  # also holds should the backend hook be missing
+                return resp.status_code, bytes(data), True
+        finally:
+            _deadline.at = None
+
+    def _error(self, message: str, detail: str | None = None) -> JudgeError:
+        """Every JudgeError is built here: the key is redacted before text is cut, quoted or shown.
+
+        detail, untrusted text (a reply, an error body), is shown as a repr() of one short line, so it can
+        neither break the line nor send terminal escapes.
+        """
+        if detail is not None:
+            message += f": {_short(self._redact(detail, keep=MAX_DETAIL_CHARS))!r}"
+        return JudgeError(self._redact(message))
 
     def _body(self, messages: list[dict], seed: int, fmt: str, schema: dict) -> dict:
         body = {
@@ -312,22 +513,32 @@ class OpenAIJudge:
             self._fmt, self._fmt_ok = fmt + 1, False
             return True
 
-    def _redact(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
 
-
-def _reply_text(resp: httpx.Response) -> str:
+def _reply_content(data: bytes, complete: bool) -> str:
+    """choices[0].message.content of a chat completion; ValueError saying what is wrong with the reply."""
+    if not complete:
+        raise ValueError(f"over {MAX_REPLY_BYTES} bytes")
     try:
-        return resp.json()["choices"][0]["message"]["content"] or ""
-    except (ValueError, KeyError, IndexError, TypeError):
-        return resp.text
-
-
-def _error_text(resp: httpx.Response) -> str:
+        reply = json.loads(data)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise ValueError("not JSON") from None
     try:
-        return str(resp.json()["error"]["message"])
-    except (ValueError, KeyError, TypeError):
-        return resp.text
+        content = reply["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise ValueError("not a chat completion") from None
+    if not isinstance(content, str):
+        kind = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", list: "an array",
+                dict: "an object"}.get(type(content), type(content).__name__)
+        raise ValueError(f"message content is {kind}, not text")
+    return content
+
+
+def _error_text(data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
+    try:
+        return str(json.loads(text)["error"]["message"])
+    except (ValueError, RecursionError, KeyError, IndexError, TypeError):
+        return text
 
 
 def _short(text: str, limit: int = 200) -> str:

@@ -10,12 +10,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from jsonschema.validators import validator_for
-
 from rubricrl.grounding import Source, field_rules, source_for, values_match
 from rubricrl.rubric.parse import ParsedResponse, Shape
 from rubricrl.rubric.spec import Criterion, Penalty, Rubric
-from rubricrl.taskfile import Task
+from rubricrl.taskfile import SchemaValidator, Task, pattern_budget
 
 CRITERIA: dict[str, Callable] = {}
 PENALTIES: dict[str, Callable] = {}
@@ -41,7 +39,7 @@ class TaskContext:
 
     task: Task
     source: Source
-    validators: dict = field(default_factory=dict)  # property name -> jsonschema validator
+    validators: dict = field(default_factory=dict)  # property name -> taskfile.SchemaValidator
     groundable: dict = field(default_factory=dict)  # property name -> can its value be found in text?
     decimals: dict = field(default_factory=dict)  # number field -> decimals its constraint asks for
     # property name -> grounding.FieldRule: the unit factors (rule.factors), copy limit and date/time
@@ -52,15 +50,10 @@ class TaskContext:
     def build(cls, task: Task) -> "TaskContext":
         ctx = cls(task=task, source=source_for(task.text))
         ctx.grounding = field_rules(task.constraints, task.properties)
+        root = SchemaValidator(task.schema)  # references resolve against the whole task schema
         for name, sub in task.properties.items():
-            sub = sub if isinstance(sub, dict) else {}
-            # A property schema may use $defs of the root: validate against a wrapper that keeps them.
-            wrapped = dict(sub)
-            for key in ("$defs", "definitions"):
-                if key in task.schema:
-                    wrapped[key] = task.schema[key]
-            ctx.validators[name] = validator_for(wrapped)(wrapped)
-            ctx.groundable[name] = _is_groundable(sub)
+            ctx.validators[name] = root.at(sub if isinstance(sub, (dict, bool)) else {})
+            ctx.groundable[name] = _is_groundable(sub if isinstance(sub, dict) else {})
         ctx.decimals = constraint_decimals(task)
         return ctx
 
@@ -115,7 +108,8 @@ def json_format(ctx: TaskContext, parsed: ParsedResponse, crit: Criterion):
     shape = parsed.shape
     if crit.params.get("lenient") and shape == Shape.EMBEDDED:
         shape = Shape.CLEAN  # the naive "does some JSON parse" check: a hole the calibration probes expose
-    return scale(lo, hi, int(shape) / 3), reasons[parsed.shape]
+    reason = reasons[parsed.shape] + (f" ({parsed.error})" if parsed.error and parsed.obj is None else "")
+    return scale(lo, hi, int(shape) / 3), reason
 
 
 @criterion("required_fields")
@@ -140,16 +134,13 @@ def field_types(ctx: TaskContext, parsed: ParsedResponse, crit: Criterion):
     checked = [k for k in ctx.validators if k in parsed.obj]
     if not checked:
         return lo, "none of the schema's fields is present"
-    bad = [k for k in checked if not ctx.validators[k].is_valid(parsed.obj[k])]
+    with pattern_budget():  # one time budget for every pattern match of this answer
+        errors = {k: ctx.validators[k].first_error(parsed.obj[k]) for k in checked}
+    bad = [k for k in checked if errors[k] is not None]
     if not bad:
         return hi, f"all {len(checked)} fields match the schema"
-    details = "; ".join(f"{k}: {_first_error(ctx.validators[k], parsed.obj[k])}" for k in bad[:4])
+    details = "; ".join(f"{k}: {errors[k][:80]}" for k in bad[:4])
     return scale(lo, hi, 1 - len(bad) / len(checked)), f"{len(bad)}/{len(checked)} fields fail the schema: {details}"
-
-
-def _first_error(validator, value) -> str:
-    err = next(iter(validator.iter_errors(value)), None)
-    return err.message[:80] if err else "invalid"
 
 
 def invented_fields(ctx: TaskContext, obj: dict) -> list[str]:
@@ -240,18 +231,21 @@ def placeholder_values(ctx: TaskContext, parsed: ParsedResponse, pen: Penalty):
     return len(found), f"placeholder instead of null: {', '.join(found[:6])}"
 
 
-_RAW_NUMBER = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
+# A key and the number it holds, in the answer's JSON text. Every string matches whole (possessive),
+# and the scan covers only the answer (valid JSON), so it never restarts inside a string: linear.
+_RAW_NUMBER = re.compile(r'"((?:[^"\\]|\\.)*+)"(?:\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?))?')
 
 
 @penalty("decimal_places")
 def decimal_places(ctx: TaskContext, parsed: ParsedResponse, pen: Penalty):
     """A number field whose constraint asks for n decimals must be written so: only the raw text shows it."""
     wanted = ctx.decimals
-    if parsed.obj is None or not wanted:
+    if parsed.obj is None or not wanted or parsed.span is None:
         return 0, "no decimal constraint applies"
     bad = []
-    for key, raw in _RAW_NUMBER.findall(parsed.raw):
-        if key in wanted:
+    for m in _RAW_NUMBER.finditer(parsed.raw, *parsed.span):
+        key, raw = m.groups()
+        if raw is not None and key in wanted:
             decimals = len(raw.split(".")[1]) if "." in raw else 0
             if decimals != wanted[key]:
                 bad.append(f"{key}={raw}")

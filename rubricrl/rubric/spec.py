@@ -17,7 +17,7 @@ from rubricrl.yamlfile import read_mapping, validation_error
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Example(Strict):
@@ -117,8 +117,26 @@ class Rubric(Strict):
         return yaml.safe_dump(self.model_dump(mode="json", exclude_defaults=False), sort_keys=False, allow_unicode=True)
 
 
-def load_rubric(path: str | Path) -> Rubric:
-    path = Path(path)
+SHIPPED = Path(__file__).resolve().parent.parent / "rubrics"  # rubrics inside the package: found from anywhere
+
+
+def shipped_rubrics() -> list[str]:
+    return sorted(p.stem for p in SHIPPED.glob("*.yaml"))
+
+
+def rubric_path(ref: str | Path) -> Path:
+    """A rubric reference is a YAML path, or the bare name of a shipped rubric ('json_extraction')."""
+    ref = str(ref)
+    if "/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml")):
+        return Path(ref)
+    if ref not in shipped_rubrics():
+        raise ConfigError(f"rubric '{ref}': not a file path and not a shipped rubric "
+                          f"(shipped: {', '.join(shipped_rubrics())}; a path needs a .yaml suffix or a folder)")
+    return SHIPPED / f"{ref}.yaml"
+
+
+def load_rubric(ref: str | Path) -> Rubric:
+    path = rubric_path(ref)
     data, root = read_mapping(path, "rubric")
     try:
         rubric = Rubric.model_validate(data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rubricrl.atomic import write_json, write_text
+from rubricrl.atomic import output_set, write_json, write_text
 from rubricrl.config import Params
 from rubricrl.errors import ConfigError
 from rubricrl.rubric.calibrate import Calibration, calibrate, calibration_set
@@ -75,11 +75,12 @@ def write_outputs(out_dir: Path, draft: Rubric, cal: Calibration, params: Params
     """Every output of the stage; returns the headline metrics."""
     gate = gate_failures(cal.report, params.rubric)
     report = {**cal.report, "gate_failures": gate, "proposal_problems": proposal_problems}
-    write_text(out_dir / "draft.yaml", draft.to_yaml())
-    write_text(out_dir / "rubric.yaml", cal.rubric.to_yaml())
-    write_json(out_dir / "report.json", report)
-    write_text(out_dir / "report.md", markdown(report, gate))
-    plots(cal.points, out_dir)
+    with output_set(out_dir, f"{out_dir}: another run is writing here; waiting for it") as stage:
+        write_text(stage / "draft.yaml", draft.to_yaml())
+        write_text(stage / "rubric.yaml", cal.rubric.to_yaml())
+        write_json(stage / "report.json", report)
+        write_text(stage / "report.md", markdown(report, gate))
+        plots(cal.points, stage)
     r, pol = report["reward"], report.get("on_policy") or {}
     probes = report["probes"].values()
     return {"pairwise_accuracy": r["pairwise_accuracy"], "kendall_tau": r["kendall_tau"],
