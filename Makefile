@@ -37,3 +37,14 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .prefect mlruns .cache data metrics
+
+# DVC: `make push` sends the DVC cache (data, models, metrics, plots of dvc.lock) to the default remote,
+# `local` = ~/.cache/rubricrl/dvc-remote (.dvc/config; created on first push). Shared storage instead:
+# `.venv/bin/python -m dvc remote add -d shared s3://BUCKET/rubricrl` (gs://... alike; needs pip install dvc-s3 / dvc-gs).
+# `make dvc-noop` checks that `dvc repro` with nothing changed stays under 5 s.
+.PHONY: push dvc-noop
+push: setup
+	$(BIN)/python -m dvc push
+
+dvc-noop: setup
+	$(BIN)/python benchmarks/dvc_noop.py

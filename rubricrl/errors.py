@@ -20,3 +20,7 @@ class ConfigError(RubricRLError):
 
 class JudgeError(RubricRLError):
     """A judge verdict could not be obtained or parsed after the retries."""
+
+
+class TrainingError(RubricRLError):
+    """Training cannot go on (e.g. KL keeps spiking after every allowed rollback)."""

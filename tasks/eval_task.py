@@ -4,7 +4,7 @@ rubric and the strict true metric, and compared by paired differences."""
 from pathlib import Path
 
 from rubricrl import tracking
-from rubricrl.atomic import write_json, write_text
+from rubricrl.atomic import write_csv, write_json, write_text
 from rubricrl.cli_support import stage_main
 from rubricrl.config import load_params
 from rubricrl.rubric.scoring import RubricScorer
@@ -28,6 +28,20 @@ def flat_metrics(name: str, part: str, h: dict) -> dict:
     flat.update({f"strict.{k}": v for k, v in (h.get("strict") or {}).items()
                  if isinstance(v, (int, float)) and not isinstance(v, bool)})
     return {f"{name}.{part}.{k}": v for k, v in flat.items()}
+
+
+def summary_rows(summary: dict) -> list[dict]:
+    """One row per model and test part: reward and strict field accuracy with their 95% CIs."""
+    rows = []
+    for model, parts in summary.items():
+        for part, h in parts.items():
+            strict = h.get("strict") or {}
+            (lo, hi), (alo, ahi) = h.get("reward_ci") or (None, None), strict.get("field_accuracy_ci") or (None, None)
+            rows.append({"label": f"{model}/{part}", "model": model, "part": part, "n": h["n"],
+                         "reward_mean": h["reward_mean"], "reward_ci_low": lo, "reward_ci_high": hi,
+                         "json_valid_rate": h["json_valid_rate"], "field_accuracy": strict.get("field_accuracy"),
+                         "field_accuracy_ci_low": alo, "field_accuracy_ci_high": ahi})
+    return rows
 
 
 def test_slice(tasks, max_per_part):
@@ -70,6 +84,8 @@ def main() -> None:
                                  f"eval/{name}_samples.json")
                 mlflow.log_artifacts(str(OUT / name), f"eval/{name}")
         paired = paired_comparisons(samples, n_resamples=cfg.n_boot)
+        rows = summary_rows(summary)
+        write_csv(OUT / "summary.csv", rows, {k: k for k in rows[0]})  # `dvc plots`: models side by side
         write_text(OUT / "report.md", comparison_markdown(summary, paired, scorer.rubric.max_total))
         write_json(METRICS, {"models": summary, "paired": paired})
         if mlflow:

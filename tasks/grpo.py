@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from rubricrl import tracking
-from rubricrl.atomic import write_json, write_text
+from rubricrl.atomic import write_csv, write_json, write_text
 from rubricrl.cli_support import stage_main
 from rubricrl.config import load_params
 from rubricrl.rubric.report import check_gate
@@ -27,7 +27,8 @@ def fingerprint(*parts) -> str:
 
 def main() -> None:
     from rubricrl.train.grpo import train_grpo
-    from rubricrl.train.report import reward_trend, training_markdown
+    from rubricrl.train.report import (HISTORY_COLUMNS, MONITOR_COLUMNS, history_rows, monitor_rows, reward_trend,
+                                       training_markdown)
 
     params = load_params()
     cfg = params.grpo
@@ -64,6 +65,8 @@ def main() -> None:
                    "reward_first": round(trend[0], 4) if trend else None,
                    "reward_last": round(trend[1], 4) if trend else None}
         write_text(OUT / "report.md", training_markdown(result))
+        write_csv(OUT / "history.csv", history_rows(result["log_history"]), HISTORY_COLUMNS)  # `dvc plots`
+        write_csv(OUT / "monitor.csv", monitor_rows(result["log_history"]), MONITOR_COLUMNS)
         write_json(METRICS, metrics)
         if mlflow:
             mlflow.log_metrics({f"grpo.{k}": v for k, v in metrics.items() if v is not None})

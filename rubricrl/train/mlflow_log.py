@@ -10,10 +10,12 @@ transformers' integration opens its own run when none is active and cannot add b
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from transformers import TrainerCallback
 
-from rubricrl.train.reward_mix import TrainingReward
+if TYPE_CHECKING:  # an annotation only: SFT logs through this callback without the reward code
+    from rubricrl.train.reward_mix import TrainingReward
 
 
 def _active_mlflow():

@@ -18,6 +18,25 @@ STEP_COLUMNS = (  # (log key, header)
 )
 
 
+HISTORY_COLUMNS = {  # history.csv column -> log key (the curves of `dvc plots`)
+    "step": "step", "reward": "reward", "reward_std": "reward_std", "kl": "kl", "beta": "beta",
+    "entropy": "entropy", "mean_length": "completions/mean_length", "clipped_ratio": "completions/clipped_ratio",
+    "learning_rate": "learning_rate",
+}
+MONITOR_COLUMNS = {"step": "step", "reward": "monitor/reward", "field_accuracy": "monitor/field_accuracy",
+                   "exact_object_rate": "monitor/exact_object_rate",
+                   "null_for_present_rate": "monitor/null_for_present_rate", "invented_rate": "monitor/invented_rate"}
+
+
+def history_rows(log_history: list[dict]) -> list[dict]:
+    return step_logs(log_history)
+
+
+def monitor_rows(log_history: list[dict]) -> list[dict]:
+    """The hack monitor's evaluations (a file of their own: the monitor evaluates only every few steps)."""
+    return [e for e in log_history if "step" in e and "monitor/field_accuracy" in e]
+
+
 def _num(v) -> str:
     if v is None:
         return "-"

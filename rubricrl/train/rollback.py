@@ -18,12 +18,8 @@ from dataclasses import asdict, dataclass, field
 
 from transformers import TrainerCallback
 
-from rubricrl.errors import RubricRLError
+from rubricrl.errors import TrainingError  # noqa: F401  (re-exported: training code raises it from here)
 from rubricrl.train.settings import RollbackSettings
-
-
-class TrainingError(RubricRLError):
-    """Training cannot go on (e.g. KL keeps spiking after every allowed rollback)."""
 
 
 @dataclass

@@ -9,7 +9,7 @@ from rubricrl.taskfile import Task
 from rubricrl.train.checkpoints import publish_dir, temp_dir_for
 from rubricrl.train.data import sft_rows
 from rubricrl.train.mlflow_log import MLflowMetricsCallback
-from rubricrl.train.rollback import TrainingError
+from rubricrl.errors import TrainingError
 from rubricrl.train.settings import SFTSettings
 from rubricrl.train.trainer_args import peft_config, sft_config
 
