@@ -2,19 +2,31 @@
 
 Each stage runs as `dvc repro --single-item <stage>`, so DVC decides what is up to date and the
 stage scripts stay free of Prefect. The flow opens the MLflow pipeline run; stage runs nest under it.
+One pipeline run at a time (a Prefect global concurrency limit): a second run waits for the first.
+`serve_pipeline` adds the cron schedule and the retrigger on a changed task file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
+import time
+from contextlib import contextmanager, nullcontext
+from datetime import datetime, timezone
 from graphlib import TopologicalSorter
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+FLOW, DEPLOYMENT = "rubricrl-pipeline", "rubricrl-scheduled"
+LIMIT = "rubricrl-pipeline"  # the global concurrency limit: one pipeline run at a time
+EVENT = "rubricrl.tasks.changed"  # emitted by the serve process's watcher; the deployment's trigger expects it
 
 
 def prefect_env() -> None:
@@ -30,6 +42,7 @@ def prefect_env() -> None:
 prefect_env()
 
 from prefect import flow, task  # noqa: E402  (needs the environment above)
+from prefect.tasks import exponential_backoff  # noqa: E402
 
 
 def _covers(out: str, dep: str) -> bool:
@@ -45,9 +58,13 @@ def _paths(entries) -> list[str]:
     return out
 
 
+def dvc_stages(dvc_yaml: Path = ROOT / "dvc.yaml") -> dict:
+    return (yaml.safe_load(dvc_yaml.read_text()) or {}).get("stages", {})
+
+
 def stage_order(dvc_yaml: Path = ROOT / "dvc.yaml") -> list[str]:
     """Stages in dependency order: a stage comes after every stage whose outputs it reads."""
-    stages = (yaml.safe_load(dvc_yaml.read_text()) or {}).get("stages", {})
+    stages = dvc_stages(dvc_yaml)
     outs = {name: _paths(s.get("outs")) + _paths(s.get("metrics")) + _paths(s.get("plots")) for name, s in stages.items()}
     graph = TopologicalSorter()
     for name, s in stages.items():
@@ -57,11 +74,39 @@ def stage_order(dvc_yaml: Path = ROOT / "dvc.yaml") -> list[str]:
     return list(graph.static_order())
 
 
-@task(name="dvc-stage")
-def run_stage(stage: str, force: bool, env: dict) -> None:
+def network_stages(params, stages: dict) -> set[str]:
+    """Stages that call the openai judge endpoint under these params, from their dvc.yaml params keys: with
+    scoring.judge 'openai' every stage that reads scoring.openai_judge; with rubric.llm_proposals the rubric stage."""
+    out = set()
+    for name, spec in stages.items():
+        keys = {k for k in spec.get("params") or [] if isinstance(k, str)}
+        if keys & {"scoring", "scoring.openai_judge"} and (
+                params.scoring.judge == "openai" or (params.rubric.llm_proposals and "rubric" in keys)):
+            out.add(name)
+    return out
+
+
+# The judge already retries each request (scoring.openai_judge.max_retries); this covers an endpoint that is
+# down for longer (a restarting vLLM). Only the judge's own "endpoint unreachable" errors qualify: a failed
+# gate, a bad key (HTTP 401) or a code error would fail the same way again, after hours of a rerun stage.
+TRANSIENT = re.compile(r"openai judge [^\n]*no verdict after \d+ attempt\(s\): "
+                       r"(timed out|connection failed|request to \S+ failed|HTTP (429|5\d\d))")
+
+
+def transient_failure(task, task_run, state) -> bool:
+    """retry_condition_fn of a network stage: retry only when its error looks like an unreachable endpoint."""
+    try:
+        err = state.result(raise_on_failure=False)
+    except Exception:  # noqa: BLE001 - an unreadable result: fall back to the state's message
+        err = None
+    return bool(TRANSIENT.search(str(err) if isinstance(err, BaseException) else state.message or ""))
+
+
+@task(name="dvc-stage", task_run_name="stage-{stage}")
+def run_stage(stage: str, force: bool, env: dict, project: str = str(ROOT)) -> None:
     cmd = [sys.executable, "-m", "dvc", "repro", "--single-item", stage] + (["--force"] if force else [])
     # Output streams live (a training stage runs for many minutes); the stderr tail goes into the error.
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=project, env=env, stderr=subprocess.PIPE)
     tail = b""
     for chunk in iter(lambda: proc.stderr.read1(4096), b""):
         if hasattr(sys.stderr, "buffer"):
@@ -75,34 +120,91 @@ def run_stage(stage: str, force: bool, env: dict) -> None:
         raise RuntimeError(f"stage '{stage}' failed (exit {proc.returncode}): {text[-2000:]}")
 
 
-@flow(name="rubricrl-pipeline")
-def pipeline(stages: list[str] | None = None, force: bool = False) -> list[str]:
+def stage_task(network: bool):
+    """The stage task, with retries and backoff (10, 20, 40 s) only for a stage that calls a network endpoint."""
+    if not network:
+        return run_stage
+    return run_stage.with_options(retries=3, retry_delay_seconds=exponential_backoff(backoff_factor=10),
+                                  retry_condition_fn=transient_failure)
+
+
+def error_summary(message: str | None) -> tuple[str, str]:
+    """(failed stage, the one line that says why) from a stage error or a failed flow run's state message."""
+    message = message or ""
+    m = re.search(r"stage '([^']+)' failed \(exit -?\d+\): ", message)
+    lines = [line.strip() for line in message[m.end() if m else 0:].splitlines() if line.strip()]
+    # A stage script ends with one `error:` line (cli_support.stage_main); DVC's own ERROR line comes after it.
+    why = next((ln for ln in reversed(lines) if ln.startswith("error:")), None) \
+        or next((ln for ln in reversed(lines) if ln.startswith("ERROR:")), lines[-1] if lines else "")
+    return (m.group(1) if m else ""), why
+
+
+@contextmanager
+def one_run_at_a_time():
+    """Hold the pipeline's slot of the global concurrency limit; wait (saying so once) while another run has it."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from prefect.concurrency.sync import concurrency
+    from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            gcl = client.read_global_concurrency_limit_by_name(LIMIT)
+        except ObjectNotFound:
+            try:
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=LIMIT, limit=1))
+            except ObjectAlreadyExists:  # another run created it just now
+                pass
+            gcl = client.read_global_concurrency_limit_by_name(LIMIT)
+    if gcl.active_slots >= gcl.limit:
+        print(f"another pipeline run is in progress (Prefect concurrency limit '{LIMIT}'); waiting for it to "
+              f"finish. If none is running (one was killed), free the slot with `rubricrl pipeline unlock`.",
+              file=sys.stderr, flush=True)
+    # strict: a missing limit is an error, not an unguarded run; a failed lease renewal must not kill a training.
+    with concurrency(LIMIT, occupy=1, strict=True, raise_on_lease_renewal_failure=False):
+        yield
+
+
+@flow(name=FLOW)
+def pipeline(stages: list[str] | None = None, force: bool = False, force_stages: list[str] | None = None,
+             project: str | None = None) -> list[str]:
+    """Run the stages (all by default) in order; force reruns all of them, force_stages only those."""
     import mlflow
 
     from rubricrl import tracking
     from rubricrl.config import load_params
 
-    params = load_params(ROOT / "params.yaml")  # DVC's params file; fail fast, naming the key
-    order = [s for s in stage_order() if not stages or s in stages]
-    unknown = sorted(set(stages or []) - set(stage_order()))
+    root = Path(project) if project else ROOT
+    params = load_params(root / "params.yaml")  # DVC's params file; fail fast, naming the key
+    spec, order = dvc_stages(root / "dvc.yaml"), stage_order(root / "dvc.yaml")
+    unknown = sorted((set(stages or []) | set(force_stages or [])) - set(order))
     if unknown:
-        raise ValueError(f"unknown stage(s): {', '.join(unknown)} (dvc.yaml has: {', '.join(stage_order())})")
+        raise ValueError(f"unknown stage(s): {', '.join(unknown)} (dvc.yaml has: {', '.join(order)})")
+    order = [s for s in order if not stages or s in stages]
+    network = network_stages(params, spec)
     # Stage commands say `python ...`: make that this environment's interpreter.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    if not params.tracking.enabled:
-        for stage in order:
-            run_stage(stage, force, env)
-        return order
-    exp_id = tracking.setup(params.tracking)
-    with mlflow.start_run(experiment_id=exp_id, run_name="pipeline",
-                          tags={"git.commit": tracking.git_commit(), "rubricrl.stages": ",".join(order)}) as run:
-        env[tracking.PARENT_ENV] = run.info.run_id
-        for stage in order:
-            run_stage(stage, force, env)
-        lock = ROOT / "dvc.lock"
-        if lock.exists():
-            mlflow.log_artifact(str(lock))
-            mlflow.set_tags(_lock_hashes(lock))
+    with one_run_at_a_time():
+        run = None
+        if params.tracking.enabled:
+            run = mlflow.start_run(experiment_id=tracking.setup(params.tracking), run_name="pipeline",
+                                   tags={"git.commit": tracking.git_commit(), "rubricrl.stages": ",".join(order)})
+        with run or nullcontext():
+            if run:
+                env[tracking.PARENT_ENV] = run.info.run_id
+            for stage in order:
+                try:
+                    stage_task(stage in network)(stage, force or stage in (force_stages or []), env, str(root))
+                except BaseException as err:
+                    if run:  # leaving the `with` then ends the MLflow run as FAILED
+                        mlflow.set_tags({"rubricrl.failed_stage": stage,
+                                         "rubricrl.error": error_summary(str(err))[1][:500]})
+                        mlflow.log_text(str(err), "error.txt")
+                    raise
+            lock = root / "dvc.lock"
+            if run and lock.exists():
+                mlflow.log_artifact(str(lock))
+                mlflow.set_tags(_lock_hashes(lock))
     return order
 
 
@@ -123,9 +225,152 @@ def run_pipeline(stages: list[str] | None = None, force: bool = False) -> list[s
     return pipeline(stages=stages, force=force)
 
 
-def serve_pipeline(cron: str) -> None:
-    """Scheduled runs: serve the flow with a cron schedule; a run can also be retriggered from the UI/API."""
-    pipeline.serve(name="rubricrl-scheduled", cron=cron)
+# --- scheduled and retriggered runs -------------------------------------------------------------------
+
+def pipeline_deployment(cron: str, retrigger_force: list[str]):
+    """The served deployment: the cron schedule, and a run (forcing retrigger_force) on every EVENT."""
+    from prefect.events import DeploymentEventTrigger
+
+    trigger = DeploymentEventTrigger(name="rubricrl-tasks-changed", expect={EVENT},
+                                     match={"prefect.resource.id": "rubricrl.tasks-file.*"},
+                                     parameters={"force_stages": retrigger_force})
+    return pipeline.to_deployment(name=DEPLOYMENT, cron=cron, triggers=[trigger])
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+class TaskFileWatcher:
+    """Prefect has no file watcher: hash the watched files and emit EVENT when one's content changed.
+
+    A new hash counts once it is the same on two polls in a row, so a file caught mid-write does not
+    trigger a run of its half; a deleted file triggers nothing."""
+
+    def __init__(self, paths: list[str], root: Path = ROOT):
+        self.root = root
+        self.paths = [Path(p) for p in paths]
+        self.emitted = {p: _sha256(root / p) for p in self.paths}  # as found at start: no run for that
+        self.seen = dict(self.emitted)
+
+    def poll(self) -> list[str]:
+        """One look at every file; returns the files it emitted an event for."""
+        from prefect.events import emit_event
+
+        changed = []
+        for p in self.paths:
+            sha = _sha256(self.root / p)
+            if sha is not None and sha == self.seen[p] and sha != self.emitted[p]:
+                emit_event(event=EVENT, resource={"prefect.resource.id": f"rubricrl.tasks-file.{p.as_posix()}"},
+                           payload={"path": p.as_posix(), "sha256": sha})
+                self.emitted[p] = sha
+                changed.append(p.as_posix())
+            self.seen[p] = sha
+        return changed
+
+    def run(self, interval_s: float) -> None:
+        while True:
+            time.sleep(interval_s)
+            try:
+                for path in self.poll():
+                    print(f"{path} changed: pipeline run triggered", file=sys.stderr, flush=True)
+            except Exception as err:  # noqa: BLE001 - a watcher that dies silently would be worse
+                print(f"warning: task file watcher: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+
+
+def serve_pipeline(cron: str | None = None) -> None:
+    """Serve the flow (blocks): pipeline.cron from params.yaml (or --cron), and the retrigger on a changed task file."""
+    from prefect import serve
+    from pydantic import ValidationError
+
+    from rubricrl.config import PipelineParams, load_params
+    from rubricrl.errors import ConfigError
+
+    params = load_params(ROOT / "params.yaml")
+    cfg = params.pipeline
+    if cron is not None:
+        try:
+            cfg = PipelineParams(**{**cfg.model_dump(), "cron": cron})
+        except ValidationError as err:
+            raise ConfigError(f"--cron: {err.errors()[0]['msg']}") from None
+    unknown = sorted(set(cfg.retrigger_force) - set(stage_order()))
+    if unknown:
+        raise ConfigError(f"pipeline.retrigger_force: unknown stage(s) {', '.join(unknown)}")
+    watched = cfg.watched(params.data)
+    deployment = pipeline_deployment(cfg.cron, cfg.retrigger_force)
+    deployment.apply()  # the trigger exists before the watcher's first event (serve() registers it again)
+    if watched:
+        threading.Thread(target=TaskFileWatcher(watched).run, args=(cfg.watch_interval_s,), daemon=True).start()
+    from prefect.settings import PREFECT_API_URL
+
+    embedded = not PREFECT_API_URL.value()
+    print(f"serving {FLOW}/{DEPLOYMENT}: cron '{cfg.cron}'"
+          + (" (stored only: no PREFECT_API_URL, so Prefect runs embedded and has no scheduler; run "
+             "`prefect server start` and set PREFECT_API_URL for the cron to fire)" if embedded else "")
+          + (f"; a new content of {', '.join(watched)} retriggers a run forcing {', '.join(cfg.retrigger_force)}"
+             if watched else "; no task file watched (pipeline.watch)"), file=sys.stderr, flush=True)
+    if embedded:
+        # Ctrl-C also stops the embedded server (same process group), and Prefect's graceful shutdown then
+        # waits on it forever: stop at once instead. (asyncio.run keeps a SIGINT handler that is not its default.)
+        signal.signal(signal.SIGINT, _stop_embedded)
+    serve(deployment)
+
+
+def _stop_embedded(signum, frame) -> None:
+    from prefect.server.api.server import SubprocessASGIServer
+
+    print("stopping pipeline serve", file=sys.stderr, flush=True)
+    for server in list(getattr(SubprocessASGIServer, "_instances", {}).values()):
+        server.stop()
+    os._exit(128 + signum)
+
+
+# --- status and recovery ------------------------------------------------------------------------------
+
+def recent_runs(limit: int = 10) -> list[dict]:
+    """The last pipeline runs from Prefect's API, newest first: name, state, start, duration, failed stage, why."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW])),
+                                     sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=limit)
+    rows = []
+    for r in runs:
+        start = r.start_time or r.expected_start_time
+        if r.start_time and r.end_time:
+            seconds = (r.end_time - r.start_time).total_seconds()
+        elif r.start_time:  # still running
+            seconds = (datetime.now(timezone.utc) - r.start_time).total_seconds()
+        else:
+            seconds = None
+        failed = r.state is not None and (r.state.is_failed() or r.state.is_crashed())
+        stage, why = error_summary(r.state.message) if failed else ("", "")
+        rows.append({"name": r.name, "state": r.state_name or "", "start": start, "started": bool(r.start_time),
+                     "seconds": seconds, "stage": stage, "error": why,
+                     "by": "retrigger" if (r.parameters or {}).get("force_stages") else "schedule" if r.auto_scheduled
+                     else "deployment" if r.deployment_id else "run"})
+    return rows
+
+
+def unlock() -> int:
+    """Free the pipeline's concurrency slot left taken by a killed run (kill -9; embedded Prefect never
+    expires it). Returns how many slots were taken."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitUpdate
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            taken = client.read_global_concurrency_limit_by_name(LIMIT).active_slots
+        except ObjectNotFound:
+            return 0
+        client.update_global_concurrency_limit(LIMIT, GlobalConcurrencyLimitUpdate(active_slots=0))
+    return taken
 
 
 if __name__ == "__main__":

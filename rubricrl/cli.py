@@ -193,6 +193,30 @@ def cmd_pipeline_serve(args) -> None:
     _project_flows().serve_pipeline(cron=args.cron)
 
 
+def cmd_pipeline_status(args) -> None:
+    rows = _project_flows().recent_runs(args.n)
+    if not rows:
+        print("no pipeline runs recorded (Prefect: PREFECT_API_URL, else the project's .prefect/)")
+        return
+
+    def duration(s):
+        return "" if s is None else f"{s:.1f}s" if s < 60 else f"{int(s // 60)}m{int(s % 60):02d}s" if s < 3600 \
+            else f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m"
+
+    table = [("RUN", "STATE", "BY", "START", "DURATION", "STAGE", "ERROR")] + [
+        (r["name"], r["state"], r["by"],
+         r["start"].astimezone().strftime("%Y-%m-%d %H:%M:%S") + ("" if r["started"] else " (expected)"),
+         duration(r["seconds"]), r["stage"], r["error"][:100]) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    for row in table:
+        print(("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1]).rstrip())
+
+
+def cmd_pipeline_unlock(args) -> None:
+    taken = _project_flows().unlock()
+    print(f"freed {taken} pipeline concurrency slot(s)" if taken else "the pipeline concurrency slot was free")
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -269,9 +293,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--stage", action="append", help="run only this stage (repeatable)")
     r.add_argument("--force", action="store_true", help="re-run stages even when up to date")
     r.set_defaults(fn=cmd_pipeline_run)
-    sv = pl.add_parser("serve", help="serve the flow with a cron schedule (runs until stopped)")
-    sv.add_argument("--cron", default="0 3 * * *")
+    sv = pl.add_parser("serve", help="serve the flow: params.yaml pipeline.cron, and a rerun when a watched task "
+                                      "file changes (runs until stopped)")
+    sv.add_argument("--cron", help="override pipeline.cron (fires only under `prefect server start` + PREFECT_API_URL)")
     sv.set_defaults(fn=cmd_pipeline_serve)
+    st = pl.add_parser("status", help="the last pipeline runs: state, start, duration, failed stage and error")
+    st.add_argument("-n", type=positive_int, default=10, help="how many runs (default 10)")
+    st.set_defaults(fn=cmd_pipeline_status)
+    ul = pl.add_parser("unlock", help="free the one-run-at-a-time slot a killed run left taken")
+    ul.set_defaults(fn=cmd_pipeline_unlock)
     return p
 
 

@@ -8,9 +8,9 @@ given twice, unknown keys, and non-finite numbers (.inf, .nan) are errors.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rubricrl.errors import ConfigError
 from rubricrl.yamlfile import read_mapping, validation_error
@@ -99,6 +99,46 @@ class TrackingParams(Section):
     enabled: bool = True
 
 
+class PipelineParams(Section):
+    """`rubricrl pipeline serve`: the schedule, and the task files whose new content retriggers a run."""
+
+    cron: str = "0 3 * * *"  # fires only under `prefect server start` + PREFECT_API_URL (embedded: no scheduler)
+    watch: list[str] | None = None  # None: data.tasks_file when data.source is 'file', else none; []: none
+    watch_interval_s: float = Field(10, gt=0)  # how often serve hashes the watched files
+    retrigger_force: list[str] = ["data"]  # rerun with --force on a retrigger: a file named by params is no DVC dep
+
+    CRON_FIELDS: ClassVar[tuple] = (("minute", 0, 59, ""), ("hour", 0, 23, ""), ("day", 1, 31, ""),
+                                     ("month", 1, 12, "jan feb mar apr may jun jul aug sep oct nov dec"),
+                                     ("weekday", 0, 7, "sun mon tue wed thu fri sat"))
+
+    @field_validator("cron")
+    @classmethod
+    def _check_cron(cls, expr: str) -> str:
+        # Plain 5-field cron, checked without importing Prefect (seconds, in every stage that reads params);
+        # `pipeline serve` hands it to Prefect's CronSchedule, which accepts all of these.
+        if expr.strip() in ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"):
+            return expr.strip()
+        fields = expr.split()
+        if len(fields) != 5:
+            raise ValueError(f"{expr!r} is not a cron expression (5 fields: minute hour day month weekday)")
+        for field, (what, lo, hi, names) in zip(fields, cls.CRON_FIELDS):
+            names = names.split()
+            for part in field.split(","):
+                span, slash, step = part.partition("/")
+                ends = [] if span == "*" else span.split("-", 1)
+                nums = [names.index(e.lower()) + (what == "month") if e.lower() in names
+                        else int(e) if e.isdigit() else -1 for e in ends]
+                bad_step = slash and not (step.isdigit() and int(step) > 0)
+                if bad_step or not all(lo <= n <= hi for n in nums) or nums != sorted(nums):
+                    raise ValueError(f"{expr!r} is not a cron expression: {part!r} is no {what} ({lo}-{hi})")
+        return expr
+
+    def watched(self, data: DataParams) -> list[str]:
+        if self.watch is not None:
+            return self.watch
+        return [data.tasks_file] if data.source == "file" and data.tasks_file else []
+
+
 class Params(Section):
     data: DataParams = DataParams()
     scoring: ScoringParams = ScoringParams()
@@ -108,6 +148,7 @@ class Params(Section):
     eval: EvalParams = EvalParams()
     policy: PolicyParams = PolicyParams()
     tracking: TrackingParams = TrackingParams()
+    pipeline: PipelineParams = PipelineParams()
 
 
 def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:

@@ -63,11 +63,55 @@ def data_hashes(paths: list[str | Path]) -> dict[str, str]:
     return out
 
 
+class Run:
+    """The MLflow run of a stage: what a stage logs, in one place."""
+
+    def __init__(self, mlflow):
+        self.mlflow = mlflow
+
+    def log_metrics(self, metrics: dict) -> None:
+        self.mlflow.log_metrics({k: v for k, v in metrics.items() if v is not None})
+
+    def log_dict(self, obj: dict, name: str) -> None:
+        self.mlflow.log_dict(obj, name)
+
+    def log_table(self, data: dict, name: str) -> None:
+        self.mlflow.log_table(data, name)
+
+    def log_artifact(self, path: str | Path, folder: str | None = None) -> None:
+        self.mlflow.log_artifact(str(path), folder)
+
+    def log_artifacts(self, path: str | Path, folder: str | None = None) -> None:
+        self.mlflow.log_artifacts(str(path), folder)
+
+    def set_tag(self, key: str, value) -> None:
+        self.mlflow.set_tag(key, value)
+
+    def set_tags(self, tags: dict) -> None:
+        self.mlflow.set_tags(tags)
+
+    def log_outputs(self, outputs: list[str | Path]) -> None:
+        """Tag the run with the hashes of what the stage wrote (the same md5 DVC will record)."""
+        self.mlflow.set_tags(data_hashes(list(outputs)))
+
+
+class NoRun(Run):
+    """Tracking off (`tracking.enabled: false`): every call does nothing, so stages need no branches."""
+
+    def __init__(self):
+        super().__init__(None)
+
+    def __getattribute__(self, name):
+        if name in Run.__dict__ and not name.startswith("_"):
+            return lambda *args, **kwargs: None
+        return super().__getattribute__(name)
+
+
 @contextmanager
-def stage_run(cfg: TrackingParams, stage: str, params: dict, inputs: list = (), outputs_hint: str = "") -> Iterator:
-    """A run for one stage; yields the mlflow module (or None when tracking is off)."""
+def stage_run(cfg: TrackingParams, stage: str, params: dict, inputs: list = ()) -> Iterator[Run]:
+    """A run for one stage (a NoRun when tracking is off), nested under the pipeline run if there is one."""
     if not cfg.enabled:
-        yield None
+        yield NoRun()
         return
     import mlflow
 
@@ -76,13 +120,7 @@ def stage_run(cfg: TrackingParams, stage: str, params: dict, inputs: list = (), 
     tags = {"rubricrl.stage": stage, "git.commit": git_commit(), **data_hashes(list(inputs))}
     with mlflow.start_run(experiment_id=exp_id, run_name=stage, parent_run_id=parent, nested=bool(parent), tags=tags):
         mlflow.log_params(_flatten(params))
-        yield mlflow
-
-
-def log_outputs(mlflow, outputs: list[str | Path]) -> None:
-    """Tag a stage run with the hashes of what it wrote (the same md5 DVC will record)."""
-    if mlflow is not None:
-        mlflow.set_tags(data_hashes(list(outputs)))
+        yield Run(mlflow)
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:

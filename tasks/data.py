@@ -17,17 +17,16 @@ def main() -> None:
     params = load_params()
     cfg = params.data
     inputs = [cfg.tasks_file] if cfg.source == "file" else []
-    with tracking.stage_run(params.tracking, "data", {"data": cfg.model_dump()}, inputs=inputs) as mlflow:
+    with tracking.stage_run(params.tracking, "data", {"data": cfg.model_dump()}, inputs=inputs) as run:
         splits = prepare_splits(cfg)  # validates everything before anything is written
         with output_set(OUT_DIR, f"{OUT_DIR}: another run is writing here; waiting for it") as stage:
             for name, path in OUT.items():  # the three files appear together or not at all
                 write_jsonl(stage / path.name, (t.to_dict() for t in splits[name]))
         stats = split_stats(splits)
         write_json(METRICS, stats)
-        if mlflow:
-            mlflow.log_metrics({f"{s}.{k}": v for s, d in stats.items() for k, v in d.items() if not isinstance(v, dict)})
-            mlflow.log_dict(stats, "data_stats.json")
-            tracking.log_outputs(mlflow, [str(p) for p in OUT.values()])
+        run.log_metrics({f"{s}.{k}": v for s, d in stats.items() for k, v in d.items() if not isinstance(v, dict)})
+        run.log_dict(stats, "data_stats.json")
+        run.log_outputs(list(OUT.values()))
 
 
 if __name__ == "__main__":

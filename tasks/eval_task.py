@@ -69,7 +69,7 @@ def main() -> None:
                           policy_model=params.policy.model)
     summary, samples = {}, {}
     with tracking.stage_run(params.tracking, "eval_task", {"eval": cfg.model_dump()},
-                            inputs=["data/test.jsonl"]) as mlflow:
+                            inputs=["data/test.jsonl"]) as run:
         for name, model_dir in MODELS.items():
             metrics = evaluate_model(model_dir, tasks, scorer, OUT / name, batch_size=cfg.batch_size,
                                      max_new_tokens=cfg.max_new_tokens, n_samples_table=cfg.samples_table,
@@ -77,21 +77,19 @@ def main() -> None:
             groups = {"all": metrics["all"], **metrics["parts"]}
             summary[name] = {part: headline(g) for part, g in groups.items()}
             samples[name] = metrics["samples"]
-            if mlflow:
-                for part, h in summary[name].items():
-                    mlflow.log_metrics(flat_metrics(name, part, h))
-                mlflow.log_table({k: [row.get(k) for row in metrics["samples"]] for k in ("id", "part", "total", "response")},
-                                 f"eval/{name}_samples.json")
-                mlflow.log_artifacts(str(OUT / name), f"eval/{name}")
+            for part, h in summary[name].items():
+                run.log_metrics(flat_metrics(name, part, h))
+            run.log_table({k: [row.get(k) for row in metrics["samples"]] for k in ("id", "part", "total", "response")},
+                          f"eval/{name}_samples.json")
+            run.log_artifacts(OUT / name, f"eval/{name}")
         paired = paired_comparisons(samples, n_resamples=cfg.n_boot)
         rows = summary_rows(summary)
         write_csv(OUT / "summary.csv", rows, {k: k for k in rows[0]})  # `dvc plots`: models side by side
         write_text(OUT / "report.md", comparison_markdown(summary, paired, scorer.rubric.max_total))
         write_json(METRICS, {"models": summary, "paired": paired})
-        if mlflow:
-            mlflow.log_metrics({f"paired.{r['model']}-{r['vs']}.{r['part']}.{r['metric']}.{k}": r[k]
-                                for r in paired for k in ("diff", "p") if r[k] is not None})
-            mlflow.log_artifact(str(OUT / "report.md"), "eval")
+        run.log_metrics({f"paired.{r['model']}-{r['vs']}.{r['part']}.{r['metric']}.{k}": r[k]
+                         for r in paired for k in ("diff", "p")})
+        run.log_artifact(OUT / "report.md", "eval")
         print(f"eval_task: {OUT / 'report.md'}")
 
 

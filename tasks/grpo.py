@@ -1,8 +1,17 @@
-"""DVC stage `grpo`: GRPO on the calibrated rubric, after the rubric gate; resumes after a crash."""
+"""DVC stage `grpo`: GRPO on the calibrated rubric, after the rubric gate; resumes after a crash.
 
+One process (`python tasks/grpo.py`) or several, with the same code:
+`accelerate launch --config_file configs/accelerate_zero3.yaml tasks/grpo.py` on GPUs, or
+`accelerate launch --multi_gpu --num_processes N tasks/grpo.py` for N CPU processes (DDP over gloo;
+accelerate's `--cpu --num_processes N` starts only one process without an MPI hostfile). Every rank
+checks the gate and trains; only the main process touches the output folder and MLflow.
+"""
+
+import contextlib
 import hashlib
 import json
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -25,38 +34,57 @@ def fingerprint(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def weights_md5(model_dir: str) -> dict:
+    """md5 per weight file: a big model is saved in shards (model-0000N-of-0000M.safetensors)."""
+    return {p.name: tracking.file_md5(p) for p in sorted(Path(model_dir).glob("*.safetensors"))}
+
+
 def main() -> None:
-    from rubricrl.train.grpo import train_grpo
+    from accelerate.utils import broadcast_object_list
+
+    from rubricrl.train.grpo import process_state, train_grpo
     from rubricrl.train.report import (HISTORY_COLUMNS, MONITOR_COLUMNS, history_rows, monitor_rows, reward_trend,
                                        training_markdown)
 
     params = load_params()
     cfg = params.grpo
     report = json.loads((RUBRIC_DIR / "report.json").read_text(encoding="utf-8"))
+    # Every rank reads the same report, so a failed gate stops them all here, before any process group exists.
     overridden = check_gate(report, params.rubric, params.rubric.allow_gate_failures)
-    for fail in overridden:
-        print(f"warning: training despite a failed rubric gate (rubric.allow_gate_failures): {fail}", file=sys.stderr)
     tasks = load_tasks("data/train.jsonl")[: cfg.max_tasks]
     # The hack monitor's fixed slice: the last validation tasks with gold answers.
     monitor_tasks = [t for t in load_tasks("data/val.jsonl") if t.reference is not None][-cfg.monitor.n_tasks:]
     model_dir = MODELS[cfg.start_from]
     rubric_text = (RUBRIC_DIR / "rubric.yaml").read_text(encoding="utf-8")
-    # Checkpoints of another configuration must never be resumed: start over when anything changed.
-    stamp = fingerprint(cfg.model_dump(mode="json"), [t.id for t in tasks], [t.id for t in monitor_tasks], rubric_text,
-                        tracking.file_md5(Path(model_dir) / "model.safetensors"))
-    stamp_file = OUT / "fingerprint.json"
-    resume = stamp_file.exists() and json.loads(stamp_file.read_text()).get("fingerprint") == stamp
-    if not resume and OUT.exists():
-        shutil.rmtree(OUT)
-    write_json(stamp_file, {"fingerprint": stamp})
+    main_process = process_state(cfg).is_main_process
+    resume = None
+    if main_process:
+        for fail in overridden:
+            print(f"warning: training despite a failed rubric gate (rubric.allow_gate_failures): {fail}", file=sys.stderr)
+        # Checkpoints of another configuration must never be resumed: start over when anything changed.
+        stamp = fingerprint(cfg.model_dump(mode="json"), [t.id for t in tasks], [t.id for t in monitor_tasks],
+                            rubric_text, weights_md5(model_dir))
+        stamp_file = OUT / "fingerprint.json"
+        resume = stamp_file.exists() and json.loads(stamp_file.read_text()).get("fingerprint") == stamp
+        if not resume and OUT.exists():
+            shutil.rmtree(OUT)
+        write_json(stamp_file, {"fingerprint": stamp})
+    # The main process decides; the others wait here until its folder work is done, then do the same.
+    [resume] = broadcast_object_list([resume])
     scorer = RubricScorer(load_rubric(RUBRIC_DIR / "rubric.yaml"), judge_override=params.scoring.judge_config(),
                           policy_model=params.policy.model)
     reward = RubricReward(scorer, {t.id: t for t in tasks})
-    with tracking.stage_run(params.tracking, "grpo", {"grpo": cfg.model_dump(mode="json")},
-                            inputs=["data/train.jsonl", RUBRIC_DIR / "rubric.yaml"]) as mlflow:
-        if mlflow and overridden:
-            mlflow.set_tag("rubric.gate_override", " | ".join(overridden))
+    stage_run = (tracking.stage_run(params.tracking, "grpo", {"grpo": cfg.model_dump(mode="json")},
+                                    inputs=["data/train.jsonl", RUBRIC_DIR / "rubric.yaml"])
+                 if main_process else contextlib.nullcontext(tracking.NoRun()))
+    if main_process:  # torchrun stops the other ranks with SIGTERM when one fails: close the MLflow run as FAILED
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    with stage_run as run:
+        if overridden:
+            run.set_tag("rubric.gate_override", " | ".join(overridden))
         result = train_grpo(model_dir, tasks, OUT, cfg, reward, resume=resume, monitor_tasks=monitor_tasks)
+        if not main_process:
+            return
         trend = reward_trend(result["log_history"])
         metrics = {"steps": result["global_step"], "resumed_from_step": result["resumed_from_step"] or 0,
                    "rollbacks": len(result["rollbacks"]), "final_beta": result["beta"],
@@ -68,9 +96,8 @@ def main() -> None:
         write_csv(OUT / "history.csv", history_rows(result["log_history"]), HISTORY_COLUMNS)  # `dvc plots`
         write_csv(OUT / "monitor.csv", monitor_rows(result["log_history"]), MONITOR_COLUMNS)
         write_json(METRICS, metrics)
-        if mlflow:
-            mlflow.log_metrics({f"grpo.{k}": v for k, v in metrics.items() if v is not None})
-            mlflow.log_artifact(str(OUT / "report.md"), "grpo")
+        run.log_metrics({f"grpo.{k}": v for k, v in metrics.items()})
+        run.log_artifact(OUT / "report.md", "grpo")
 
 
 if __name__ == "__main__":

@@ -10,11 +10,10 @@ OUT = "outputs/models/base"
 
 def main() -> None:
     params = load_params()
-    with tracking.stage_run(params.tracking, "prepare_model", {"policy": params.policy.model_dump()}) as mlflow:
+    with tracking.stage_run(params.tracking, "prepare_model", {"policy": params.policy.model_dump()}) as run:
         out = prepare_policy(params.policy.model, OUT)
-        if mlflow:
-            mlflow.set_tag("policy.model", params.policy.model)
-            tracking.log_outputs(mlflow, [out / "config.json"])
+        run.set_tag("policy.model", params.policy.model)
+        run.log_outputs([out / "config.json"])
 
 
 if __name__ == "__main__":

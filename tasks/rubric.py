@@ -19,15 +19,14 @@ def main() -> None:
     params = load_params()
     with tracking.stage_run(params.tracking, "rubric", {"rubric": params.rubric.model_dump(),
                                                         "scoring.judge": params.scoring.judge},
-                            inputs=["data/train.jsonl", "data/val.jsonl"]) as mlflow:
+                            inputs=["data/train.jsonl", "data/val.jsonl"]) as run:
         draft, problems = generate_draft(load_tasks("data/train.jsonl"), params)
         cal = run_calibration(draft, load_tasks("data/val.jsonl"), params, policy_model=POLICY[params.grpo.start_from])
         metrics = write_outputs(OUT_DIR, draft, cal, params, problems)
         write_json(METRICS, metrics)
-        if mlflow:
-            mlflow.log_metrics({k: v for k, v in metrics.items() if v is not None})
-            mlflow.log_artifacts(str(OUT_DIR), "rubric")
-            tracking.log_outputs(mlflow, [OUT_DIR / "rubric.yaml"])
+        run.log_metrics(metrics)
+        run.log_artifacts(OUT_DIR, "rubric")
+        run.log_outputs([OUT_DIR / "rubric.yaml"])
 
 
 if __name__ == "__main__":

@@ -18,14 +18,13 @@ def main() -> None:
     cfg = params.sft
     tasks = load_tasks("data/train.jsonl")[: cfg.max_tasks]
     with tracking.stage_run(params.tracking, "sft", {"sft": cfg.model_dump(mode="json")},
-                            inputs=["data/train.jsonl"]) as mlflow:
+                            inputs=["data/train.jsonl"]) as run:
         start = time.monotonic()
         out = train_sft(BASE, tasks, OUT, cfg)  # per-step loss goes to this MLflow run
         metrics = {"train_tasks": len(tasks), "wall_seconds": round(time.monotonic() - start, 1)}
         write_json(METRICS, metrics)
-        if mlflow:
-            mlflow.log_metrics(metrics)
-            tracking.log_outputs(mlflow, [out / "config.json"])
+        run.log_metrics(metrics)
+        run.log_outputs([out / "config.json"])
 
 
 if __name__ == "__main__":

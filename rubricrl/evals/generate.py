@@ -1,4 +1,10 @@
-"""Greedy batched generation on CPU with transformers, over the one prompt template."""
+"""Batched generation with transformers, over the one prompt template, on the machine's device.
+
+Where a GPU is visible the model runs there in bf16 (fp32 when asked, or where the GPU lacks bf16);
+otherwise on CPU in fp32. The stages call this with the defaults, so the eval and the rubric stage's
+policy samples follow the hardware the profile runs on; the hack monitor decodes the model being
+trained where it already is.
+"""
 
 from __future__ import annotations
 
@@ -56,16 +62,27 @@ def _torch_threads(n: int):
         torch.set_num_threads(before)
 
 
-def load_for_generation(model_dir: str | Path):
-    """Model (float32, eval mode, CPU) and tokenizer set up for left-padded batches."""
+def placement(device: str = "auto", precision: str | None = None):
+    """(torch device, dtype) to generate with. `device` and `precision` take CommonSettings' values:
+    device "auto" is cuda when available, "cpu" forces CPU; on CUDA the weights are bf16 unless
+    precision is "fp32" or the GPU has no bf16. CPU always gets fp32 (bf16 there is slow or unsupported)."""
     import torch
+
+    dev = torch.device("cuda" if device != "cpu" and torch.cuda.is_available() else "cpu")
+    bf16 = dev.type == "cuda" and precision != "fp32" and torch.cuda.is_bf16_supported()
+    return dev, torch.bfloat16 if bf16 else torch.float32
+
+
+def load_for_generation(model_dir: str | Path, device: str = "auto", precision: str | None = None):
+    """Model (eval mode, on `placement(device, precision)`) and tokenizer set up for left-padded batches."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    dev, dtype = placement(device, precision)
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(dev)
     model.eval()
     return model, tokenizer
 
@@ -126,13 +143,14 @@ def _generate(model, tokenizer, tasks: list[Task], batch_size: int, num_return_s
 
 
 def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size: int = 8,
-                        max_new_tokens: int = 256, threads: int | None = None,
-                        model_and_tokenizer=None) -> tuple[list[str], GenerationStats]:
+                        max_new_tokens: int = 256, threads: int | None = None, model_and_tokenizer=None,
+                        device: str = "auto", precision: str | None = None) -> tuple[list[str], GenerationStats]:
     """Greedy responses for `tasks` (in input order) and timing stats.
 
     Prompts are sorted by token length (longest first) so each batch pads little; only the new
     tokens are decoded, special tokens skipped. `model_and_tokenizer` reuses an already loaded pair
-    (as returned by load_for_generation, or a model being trained) instead of loading `model_dir`.
+    (as returned by load_for_generation, or a model being trained, used where it is) instead of loading
+    `model_dir` on `placement(device, precision)`.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -141,7 +159,7 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
     if not tasks:
         return [], GenerationStats(0, 0, 0, 0.0, batch_size, max_new_tokens, threads)
     with _torch_threads(threads):
-        model, tokenizer = model_and_tokenizer or load_for_generation(model_dir)
+        model, tokenizer = model_and_tokenizer or load_for_generation(model_dir, device, precision)
         start = time.perf_counter()
         out, new_tokens, truncated = _generate(model, tokenizer, tasks, batch_size, do_sample=False, num_beams=1,
                                                max_new_tokens=max_new_tokens)
@@ -152,7 +170,8 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
 
 def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, temperature: float, max_new_tokens: int,
                      top_p: float = 1.0, seed: int = 0, prompts_per_batch: int = 2,
-                     threads: int | None = None) -> tuple[list[list[str]], GenerationStats]:
+                     threads: int | None = None, device: str = "auto",
+                     precision: str | None = None) -> tuple[list[list[str]], GenerationStats]:
     """k sampled completions per task (the policy's own samples, as GRPO draws them), and timing stats.
 
     Seeded with torch.manual_seed, so a run is repeatable on the same machine and library versions.
@@ -164,8 +183,8 @@ def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, tempe
     threads = threads or default_threads()
     tasks = list(tasks)
     with _torch_threads(threads):
-        model, tokenizer = load_for_generation(model_dir)
-        torch.manual_seed(seed)
+        model, tokenizer = load_for_generation(model_dir, device, precision)
+        torch.manual_seed(seed)  # seeds CUDA too
         start = time.perf_counter()
         out, new_tokens, truncated = _generate(model, tokenizer, tasks, prompts_per_batch, num_return_sequences=k,
                                                do_sample=True, temperature=temperature, top_p=top_p, top_k=0,

@@ -63,6 +63,14 @@ class _Run:
         self.args.distributed_state.wait_for_everyone()
 
 
+def process_state(settings: GRPOSettings):
+    """This process's accelerate PartialState, set up exactly as train_grpo's trainer will set it up (same
+    backend, device and DeepSpeed flag; the trainer then reuses the process group), so that a caller can
+    coordinate the ranks (is_main_process, wait_for_everyone) before training. Checks the batch sizes
+    against the real number of processes too."""
+    return grpo_config(settings, Path("."), settings.beta, [1.0]).distributed_state
+
+
 def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Path, settings: GRPOSettings,
                reward: RubricReward, callbacks: Sequence[TrainerCallback] = (), resume: bool = True,
                monitor_tasks: Sequence[Task] = (), monitor_decode=None) -> dict:

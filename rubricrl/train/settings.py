@@ -1,25 +1,7 @@
 """Typed settings for the `sft` and `grpo` params sections.
 
-The defaults are sized for a 2-core CPU box: 20 GRPO steps of 4 completions on a ~100M model take
-minutes (SmolLM2-135M: ~12 s a step at 64 completion tokens). The seed's production run
-(Qwen2.5-7B on 8 GPUs) is `GRPOSettings.seed_production()`, i.e. in params.yaml:
-
-    grpo:
-      device: auto            # accelerate launch --multi_gpu --num_processes 8 -m rubricrl.train.grpo_launch ...
-      precision: bf16
-      gradient_checkpointing: true
-      learning_rate: 1.0e-6   # 5e-6 broke generation after ~100 steps
-      beta: 0.02              # 0.01 let the policy collapse into chatter; 0.05 made it wordy
-      num_generations: 8      # 4 too noisy, 16 doubled the time for no gain
-      temperature: 0.7
-      max_prompt_length: 1024
-      max_completion_length: 1024
-      max_steps: 500
-      save_steps: 50
-      per_device_batch_size: 4
-      grad_accum: 4
-      use_vllm: true          # rollouts with vLLM (colocated on the training GPUs)
-      deepspeed: zero3        # the built-in ZeRO-3 config (rubricrl.train.trainer_args.ZERO3), or a JSON path
+The defaults are sized for a 2-core CPU box (see params.yaml). The seed's production run (Qwen2.5-7B
+on 8 GPUs) is written once, in configs/production.yaml.
 """
 
 from __future__ import annotations
@@ -46,7 +28,7 @@ class CommonSettings(Strict):
     device: Literal["cpu", "auto"] = "cpu"  # cpu forces CPU even where a GPU exists; auto: what accelerate picks
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16 = mixed precision (GPU; slow or unsupported on most CPUs)
     gradient_checkpointing: bool = False  # trades ~20% speed for memory; only worth it for big models
-    deepspeed: str | None = None  # "zero3" = the built-in ZeRO-3 config, or a path to a DeepSpeed JSON config
+    deepspeed: str | None = None  # a DeepSpeed JSON config (production: configs/deepspeed_zero3.json)
     lora: LoRASettings | None = None  # train LoRA adapters (merged into the saved model) instead of all weights
 
 
@@ -117,13 +99,3 @@ class GRPOSettings(CommonSettings):
         if self.rollback.beta_max < self.beta:
             raise ValueError(f"rollback.beta_max ({self.rollback.beta_max}) must be at least beta ({self.beta})")
         return self
-
-    @classmethod
-    def seed_production(cls) -> "GRPOSettings":
-        """The seed's GPU settings (see the module docstring)."""
-        return cls(
-            device="auto", precision="bf16", gradient_checkpointing=True, learning_rate=1e-6, beta=0.02,
-            num_generations=8, temperature=0.7, max_prompt_length=1024, max_completion_length=1024,
-            max_steps=500, save_steps=50, per_device_batch_size=4, grad_accum=4, use_vllm=True,
-            deepspeed="zero3",
-        )

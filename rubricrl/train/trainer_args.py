@@ -2,30 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 from rubricrl.errors import ConfigError
 from rubricrl.train.settings import CommonSettings, GRPOSettings, LoRASettings, SFTSettings
-
-# ZeRO-3 for the seed's 8-GPU run; "auto" values are filled in from the trainer arguments.
-ZERO3 = {
-    "zero_optimization": {
-        "stage": 3,
-        "overlap_comm": True,
-        "contiguous_gradients": True,
-        "reduce_bucket_size": "auto",
-        "stage3_prefetch_bucket_size": "auto",
-        "stage3_param_persistence_threshold": "auto",
-        "stage3_gather_16bit_weights_on_model_save": True,  # save a normal HF folder, not shards
-    },
-    "bf16": {"enabled": "auto"},
-    "gradient_clipping": "auto",
-    "train_batch_size": "auto",
-    "train_micro_batch_size_per_gpu": "auto",
-    "gradient_accumulation_steps": "auto",
-}
-
 
 def common_kwargs(s: CommonSettings) -> dict:
     return {
@@ -35,7 +15,7 @@ def common_kwargs(s: CommonSettings) -> dict:
         # TRL defaults gradient_checkpointing to True (trl/trainer/base_config.py:62), which transformers 5
         # renamed activation_checkpointing; setting the new name also sets the old one TRL reads.
         "activation_checkpointing": s.gradient_checkpointing,
-        "deepspeed": copy.deepcopy(ZERO3) if s.deepspeed == "zero3" else s.deepspeed,  # HF fills in "auto"
+        "deepspeed": s.deepspeed,  # a DeepSpeed JSON (configs/deepspeed_zero3.json); HF fills in its "auto" values
         "report_to": "none",  # metrics go to MLflow through our own callback (rubricrl.train.mlflow_log)
         "dataloader_num_workers": 0,
         "ddp_find_unused_parameters": False,  # every parameter (or LoRA adapter) gets a gradient

@@ -1,0 +1,216 @@
+"""The Prefect side of the pipeline, against a temporary Prefect server (prefect_test_harness, started once):
+one run at a time, a failed stage named in Prefect and MLflow, retries only for network stages, the
+retrigger on a changed task file, `pipeline status`. Flow runs use a scratch project whose dvc.yaml
+stages are shell commands, so no training runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import flows.pipeline as fp  # noqa: E402  (sets the Prefect environment before prefect is imported)
+from rubricrl.config import PipelineParams, load_params  # noqa: E402
+from rubricrl.errors import ConfigError  # noqa: E402
+
+WAITING = "another pipeline run is in progress"
+
+
+@pytest.fixture(scope="session")
+def prefect_api():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def client():
+    from prefect.client.orchestration import get_client
+
+    return get_client(sync_client=True)
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """A DVC project with two stages: `sleep` logs when it starts and ends, `boom` fails like a stage script."""
+    proj = tmp_path_factory.mktemp("flows") / "proj"
+    proj.mkdir()
+    log = proj.parent / "spans.log"
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["tracking"].update(uri=f"sqlite:///{proj.parent / 'mlflow.db'}", artifact_root=str(proj.parent / "art"))
+    (proj / "params.yaml").write_text(yaml.safe_dump(params))
+    (proj / "dvc.yaml").write_text(yaml.safe_dump({"stages": {
+        "sleep": {"cmd": f"echo start $(date +%s.%N) >> {log} && sleep 2 && echo end $(date +%s.%N) >> {log}"},
+        "boom": {"cmd": "echo 'error: judge said no' >&2; exit 3"}}}))
+    os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "dvc", "init", "--no-scm", "-q"], cwd=proj, check=True)
+    return proj
+
+
+@pytest.fixture(scope="module")
+def two_runs(prefect_api, scratch):
+    """Two runs of the same project, the second started while the first holds the slot."""
+    import io
+    from contextlib import redirect_stderr
+
+    states = {}
+
+    def go(tag):
+        states[tag] = fp.pipeline(stages=["sleep"], force=True, project=str(scratch), return_state=True)
+
+    err = io.StringIO()
+    with redirect_stderr(err):
+        first = threading.Thread(target=go, args=("first",))
+        first.start()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # the first run has the slot
+            try:
+                with client() as c:
+                    if c.read_global_concurrency_limit_by_name(fp.LIMIT).active_slots == 1:
+                        break
+            except Exception:  # noqa: BLE001 - the limit is not created yet
+                pass
+            time.sleep(0.2)
+        second = threading.Thread(target=go, args=("second",))
+        second.start()
+        first.join(300)
+        second.join(300)
+    spans = [float(line.split()[1]) for line in (scratch.parent / "spans.log").read_text().splitlines()]
+    return states, err.getvalue(), spans
+
+
+@pytest.fixture(scope="module")
+def failed_run(prefect_api, scratch):
+    return fp.pipeline(stages=["boom"], project=str(scratch), return_state=True)
+
+
+def test_a_second_run_waits_for_the_first_saying_so_once(two_runs):
+    states, err, spans = two_runs
+    assert states["first"].is_completed() and states["second"].is_completed(), (states, err[-2000:])
+    assert err.count(WAITING) == 1, err[-2000:]
+    assert "rubricrl pipeline unlock" in err
+    assert len(spans) == 4  # start, end, start, end: the stages did not overlap (nor crash on DVC's lock)
+    assert spans == sorted(spans)
+    with client() as c:
+        assert c.read_global_concurrency_limit_by_name(fp.LIMIT).active_slots == 0  # both released
+
+
+def test_a_failed_stage_is_named_in_prefect_and_mlflow(failed_run, scratch):
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    assert failed_run.is_failed()
+    with client() as c:
+        message = c.read_flow_run(failed_run.state_details.flow_run_id).state.message
+    assert "stage 'boom' failed (exit" in message and "error: judge said no" in message, message
+    assert fp.error_summary(message) == ("boom", "error: judge said no")
+    store = MlflowClient(f"sqlite:///{scratch.parent / 'mlflow.db'}")
+    exp = store.get_experiment_by_name("rubricrl")
+    runs = store.search_runs([exp.experiment_id], "tags.`rubricrl.failed_stage` = 'boom'")
+    assert len(runs) == 1 and runs[0].info.run_name == "pipeline"
+    assert runs[0].info.status == "FAILED"
+    assert runs[0].data.tags["rubricrl.error"] == "error: judge said no"
+    assert "stage 'boom' failed" in mlflow.artifacts.load_text(runs[0].info.artifact_uri + "/error.txt")
+
+
+def test_retries_only_for_stages_that_call_the_judge_endpoint():
+    from prefect.states import Failed
+
+    stages = fp.dvc_stages()
+    production = load_params(ROOT / "configs" / "production.yaml")
+    assert fp.network_stages(production, stages) == {"rubric", "grpo", "eval_task"}
+    default = load_params(ROOT / "params.yaml")
+    assert default.scoring.judge == "grounded" and fp.network_stages(default, stages) == set()
+    proposals = default.model_copy(update={"rubric": default.rubric.model_copy(update={"llm_proposals": True})})
+    assert fp.network_stages(proposals, stages) == {"rubric"}
+
+    net, local = fp.stage_task(True), fp.stage_task(False)
+    assert (net.retries, net.retry_delay_seconds, net.retry_condition_fn) == (3, [10, 20, 40], fp.transient_failure)
+    assert local.retries == 0 and local.retry_condition_fn is None
+
+    def retried(stderr):
+        err = RuntimeError(f"stage 'grpo' failed (exit 1): {stderr}\nERROR: failed to reproduce 'grpo'")
+        return fp.transient_failure(net, None, Failed(data=err, message=repr(err)))
+
+    judge = "error: openai judge Qwen/Qwen2.5-72B-Instruct: task t1, criterion c: no verdict after 5 attempt(s): "
+    assert retried(judge + "connection failed to http://127.0.0.1:8000/v1")
+    assert retried(judge + "timed out after 120 s calling http://127.0.0.1:8000/v1")
+    assert retried(judge + "HTTP 503")
+    assert not retried(judge + "HTTP 401")  # a bad key: no retry heals it
+    assert not retried(judge + "unusable reply (no score in 0..3)")
+    assert not retried("error: rubric gate failed: probe all_null scores 0.1 below gold")
+
+
+def test_a_changed_task_file_retriggers_the_deployment(prefect_api, tmp_path):
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+    from prefect.events.filters import EventFilter, EventNameFilter
+    from prefect.events.worker import EventsWorker
+
+    dep_id = fp.pipeline_deployment("0 3 * * *", ["data"]).apply()
+    with client() as c:
+        assert c.read_deployment(dep_id).schedules[0].schedule.cron == "0 3 * * *"
+        autos = c.read_resource_related_automations(f"prefect.deployment.{dep_id}")
+        assert [(a.trigger.expect, a.actions[0].type) for a in autos] == [({fp.EVENT}, "run-deployment")]
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "a"}\n')
+    watcher = fp.TaskFileWatcher(["tasks.jsonl", "missing.jsonl"], root=tmp_path)
+    assert watcher.poll() == []  # unchanged: nothing
+    tasks.write_text('{"id": "b"}\n')
+    assert watcher.poll() == []  # new content seen once: it may still be being written
+    assert watcher.poll() == ["tasks.jsonl"]  # the same on the next poll: one event
+    assert watcher.poll() == []  # no repeat
+    EventsWorker.drain_all()
+
+    runs, events, deadline = [], [], time.monotonic() + 60
+    with client() as c:
+        while not (runs and events) and time.monotonic() < deadline:  # the run and the stored event
+            time.sleep(1)
+            runs = c.read_flow_runs(deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[dep_id])))
+            events = c.read_events(filter=EventFilter(event=EventNameFilter(name=[fp.EVENT])), limit=50).events
+    assert [(r.state_name, r.parameters) for r in runs] == [("Scheduled", {"force_stages": ["data"]})]
+    assert [(e.resource.id, e.payload["path"]) for e in events] == [("rubricrl.tasks-file.tasks.jsonl", "tasks.jsonl")]
+
+
+def test_pipeline_status_lists_the_last_runs(two_runs, failed_run, capsys, monkeypatch):
+    from rubricrl.cli import main
+
+    monkeypatch.chdir(ROOT)
+    main(["pipeline", "status", "-n", "10"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["RUN", "STATE", "BY", "START", "DURATION", "STAGE", "ERROR"]
+    failed = [line for line in out if " Failed " in line]
+    assert len(failed) == 1 and " boom " in failed[0] and failed[0].endswith("error: judge said no")
+    assert sum(" Completed " in line for line in out) >= 2
+
+
+def test_a_bad_cron_names_pipeline_cron(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text((ROOT / "params.yaml").read_text().replace('cron: "0 3 * * *"', 'cron: "0 25 * * *"'))
+    with pytest.raises(ConfigError, match=r"params.yaml:\d+: pipeline.cron: .*'25' is no hour \(0-23\)"):
+        load_params(path)
+    with pytest.raises(ConfigError, match="--cron: .*not a cron expression"):
+        fp.serve_pipeline(cron="every day")  # the override is checked before anything is served
+
+    from prefect._internal.schemas.validators import validate_cron_string
+
+    for expr in ["0 3 * * *", "*/15 9-17 * * mon-fri", "0 0 1 jan,jul *", "5/10 * * * 7", "@daily"]:
+        assert PipelineParams(cron=expr).cron == validate_cron_string(expr)  # whatever we accept, Prefect does
+
+
+def test_watched_files_default_to_the_task_file_of_a_file_source():
+    params = load_params(ROOT / "params.yaml")
+    assert params.data.source == "generate" and params.pipeline.watched(params.data) == []
+    data = params.data.model_copy(update={"source": "file", "tasks_file": "my/tasks.jsonl"})
+    assert params.pipeline.watched(data) == ["my/tasks.jsonl"]
+    assert PipelineParams(watch=["a.jsonl"]).watched(data) == ["a.jsonl"]
+    assert PipelineParams(watch=[]).watched(data) == []
