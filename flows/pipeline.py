@@ -205,7 +205,20 @@ def pipeline(stages: list[str] | None = None, force: bool = False, force_stages:
             if run and lock.exists():
                 mlflow.log_artifact(str(lock))
                 mlflow.set_tags(_lock_hashes(lock))
+            if params.pipeline.push:
+                pushed = dvc_push(root, env)
+                if run:
+                    mlflow.set_tag("rubricrl.dvc_push", "ok" if pushed else "failed")
     return order
+
+
+def dvc_push(root: Path, env: dict) -> bool:
+    """Send what the run made to the default DVC remote; a failure warns and leaves the run successful."""
+    proc = subprocess.run([sys.executable, "-m", "dvc", "push", "-q"], cwd=root, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"warning: dvc push failed (the run's results are still in the local DVC cache): "
+              f"{(proc.stderr or proc.stdout).strip()[-300:]}", file=sys.stderr)
+    return proc.returncode == 0
 
 
 def _lock_hashes(lock: Path) -> dict[str, str]:

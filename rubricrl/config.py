@@ -106,6 +106,7 @@ class PipelineParams(Section):
     watch: list[str] | None = None  # None: data.tasks_file when data.source is 'file', else none; []: none
     watch_interval_s: float = Field(10, gt=0)  # how often serve hashes the watched files
     retrigger_force: list[str] = ["data"]  # rerun with --force on a retrigger: a file named by params is no DVC dep
+    push: bool = True  # `dvc push` to the default DVC remote after a successful run (a failed push only warns)
 
     CRON_FIELDS: ClassVar[tuple] = (("minute", 0, 59, ""), ("hour", 0, 23, ""), ("day", 1, 31, ""),
                                      ("month", 1, 12, "jan feb mar apr may jun jul aug sep oct nov dec"),

@@ -48,11 +48,14 @@ def scratch(tmp_path_factory):
     (proj / "params.yaml").write_text(yaml.safe_dump(params))
     (proj / "dvc.yaml").write_text(yaml.safe_dump({"stages": {
         "sleep": {"cmd": f"echo start $(date +%s.%N) >> {log} && sleep 2 && echo end $(date +%s.%N) >> {log}"},
-        "boom": {"cmd": "echo 'error: judge said no' >&2; exit 3"}}}))
+        "boom": {"cmd": "echo 'error: judge said no' >&2; exit 3"},
+        "make": {"cmd": "echo made > made.txt", "outs": ["made.txt"]}}}))
     os.environ.setdefault("DVC_NO_ANALYTICS", "1")
     import subprocess
 
     subprocess.run([sys.executable, "-m", "dvc", "init", "--no-scm", "-q"], cwd=proj, check=True)
+    subprocess.run([sys.executable, "-m", "dvc", "remote", "add", "-d", "local", str(proj.parent / "remote")],
+                   cwd=proj, check=True)
     return proj
 
 
@@ -214,3 +217,16 @@ def test_watched_files_default_to_the_task_file_of_a_file_source():
     assert params.pipeline.watched(data) == ["my/tasks.jsonl"]
     assert PipelineParams(watch=["a.jsonl"]).watched(data) == ["a.jsonl"]
     assert PipelineParams(watch=[]).watched(data) == []
+
+
+def test_a_successful_run_pushes_its_outputs_to_the_dvc_remote(prefect_api, scratch):
+    from mlflow.tracking import MlflowClient
+
+    state = fp.pipeline(stages=["make"], force=True, project=str(scratch), return_state=True)
+    assert state.is_completed(), state.message
+    remote = scratch.parent / "remote"
+    assert any(p.is_file() for p in remote.rglob("*")), "dvc push sent nothing to the default remote"
+    client_ = MlflowClient(tracking_uri=f"sqlite:///{scratch.parent / 'mlflow.db'}")
+    runs = client_.search_runs([client_.get_experiment_by_name("rubricrl").experiment_id],
+                               "tags.rubricrl.stages = 'make'")
+    assert runs and runs[0].data.tags["rubricrl.dvc_push"] == "ok"
