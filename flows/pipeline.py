@@ -102,22 +102,38 @@ def transient_failure(task, task_run, state) -> bool:
     return bool(TRANSIENT.search(str(err) if isinstance(err, BaseException) else state.message or ""))
 
 
+SUMMARY: list[dict] = []  # this process's stage runs: stage, outcome, seconds (the table at the end of a run)
+
+
 @task(name="dvc-stage", task_run_name="stage-{stage}")
 def run_stage(stage: str, force: bool, env: dict, project: str = str(ROOT)) -> None:
     cmd = [sys.executable, "-m", "dvc", "repro", "--single-item", stage] + (["--force"] if force else [])
-    # Output streams live (a training stage runs for many minutes); the stderr tail goes into the error.
-    proc = subprocess.Popen(cmd, cwd=project, env=env, stderr=subprocess.PIPE)
-    tail = b""
-    for chunk in iter(lambda: proc.stderr.read1(4096), b""):
+    # Output streams live (a training stage runs for many minutes); the tail goes into the error.
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    tail, skipped = b"", False
+    for chunk in iter(lambda: proc.stdout.read1(4096), b""):
         if hasattr(sys.stderr, "buffer"):
             sys.stderr.buffer.write(chunk)
         else:  # a replaced stderr (a test's capture) takes text only
             sys.stderr.write(chunk.decode("utf-8", "replace"))
         sys.stderr.flush()
         tail = (tail + chunk)[-4000:]
+        skipped = skipped or b"didn't change, skipping" in tail
+    seconds = time.monotonic() - start
     if proc.wait() != 0:
+        SUMMARY.append({"stage": stage, "outcome": "FAILED", "seconds": seconds})
         text = tail.decode("utf-8", "replace").replace("\r", "\n").strip()
         raise RuntimeError(f"stage '{stage}' failed (exit {proc.returncode}): {text[-2000:]}")
+    SUMMARY.append({"stage": stage, "outcome": "up to date" if skipped else "ran", "seconds": seconds})
+
+
+def summary_table(rows: list[dict]) -> str:
+    """The stages of a run with how each ended and its wall time."""
+    lines = [f"{'stage':<16}{'outcome':<12}{'wall':>10}", "-" * 38]
+    lines += [f"{r['stage']:<16}{r['outcome']:<12}{r['seconds'] / 60:>7.1f} min" for r in rows]
+    lines += ["-" * 38, f"{'total':<28}{sum(r['seconds'] for r in rows) / 60:>7.1f} min"]
+    return "\n".join(lines)
 
 
 def stage_task(network: bool):
@@ -235,7 +251,12 @@ def run_pipeline(stages: list[str] | None = None, force: bool = False) -> list[s
     from rubricrl.config import load_params
 
     load_params(ROOT / "params.yaml")  # a bad key stops here, before Prefect or any stage starts
-    return pipeline(stages=stages, force=force)
+    SUMMARY.clear()
+    try:
+        return pipeline(stages=stages, force=force)
+    finally:
+        if SUMMARY:
+            print(summary_table(SUMMARY), file=sys.stderr)
 
 
 # --- scheduled and retriggered runs -------------------------------------------------------------------

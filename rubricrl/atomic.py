@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from typing import Iterable, Iterator, TextIO
 
 from filelock import FileLock
 
-LOCK_NAME = ".rubricrl.lock"
+LOCK_DIR = Path(tempfile.gettempdir()) / "rubricrl-locks"  # out of the outputs: a folder holds only what a run wrote
 STAGING_PREFIX = ".staging-"
 COMMIT_MARKER = "COMMITTED"
 
@@ -148,6 +149,12 @@ def recover(folder: Path) -> None:
             shutil.rmtree(staging, ignore_errors=True)
 
 
+def lock_path(folder: Path) -> Path:
+    """The lock of an output folder: one per absolute path, shared by every process on this machine."""
+    LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    return LOCK_DIR / (hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:24] + ".lock")
+
+
 @contextmanager
 def output_set(folder: str | os.PathLike, wait_message: str | None = None) -> Iterator[Path]:
     """Yield a staging folder; what is written there replaces its namesakes in `folder` together.
@@ -157,7 +164,7 @@ def output_set(folder: str | os.PathLike, wait_message: str | None = None) -> It
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(folder / LOCK_NAME)
+    lock = FileLock(lock_path(folder))
     try:
         lock.acquire(timeout=0)
     except TimeoutError:

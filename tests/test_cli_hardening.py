@@ -172,7 +172,7 @@ def test_two_concurrent_generate_runs_leave_one_consistent_set(tmp_path):
     assert len(ids) == len(set(ids)), "train/val/test come from different runs"
     stats = json.loads((out / "stats.json").read_text())
     assert {name: stats[name]["n"] for name in splits} == {name: len(rows) for name, rows in splits.items()}
-    assert sorted(p.name for p in out.iterdir()) == [".rubricrl.lock", "stats.json", "test.jsonl", "train.jsonl", "val.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == ["stats.json", "test.jsonl", "train.jsonl", "val.jsonl"]
 
 
 # --- one-line CLI errors -------------------------------------------------------------------------

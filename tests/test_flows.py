@@ -230,3 +230,14 @@ def test_a_successful_run_pushes_its_outputs_to_the_dvc_remote(prefect_api, scra
     runs = client_.search_runs([client_.get_experiment_by_name("rubricrl").experiment_id],
                                "tags.rubricrl.stages = 'make'")
     assert runs and runs[0].data.tags["rubricrl.dvc_push"] == "ok"
+
+
+def test_the_summary_table_names_each_stage_its_outcome_and_time(prefect_api, scratch):
+    fp.SUMMARY.clear()
+    fp.pipeline(stages=["make"], force=True, project=str(scratch))
+    fp.pipeline(stages=["make"], project=str(scratch))  # nothing changed: DVC skips it
+    fp.pipeline(stages=["boom"], project=str(scratch), return_state=True)
+    assert [(r["stage"], r["outcome"]) for r in fp.SUMMARY] == [("make", "ran"), ("make", "up to date"),
+                                                                 ("boom", "FAILED")]
+    table = fp.summary_table(fp.SUMMARY)
+    assert "up to date" in table and "FAILED" in table and table.splitlines()[-1].startswith("total")

@@ -110,9 +110,10 @@ def _decode_rows(rows, eos_ids, tokenizer) -> tuple[list[str], int, int]:
 
 
 def _generate(model, tokenizer, tasks: list[Task], batch_size: int, num_return_sequences: int = 1,
-              **gen_kwargs) -> tuple[list[list[str]], int, int]:
+              desc: str | None = None, **gen_kwargs) -> tuple[list[list[str]], int, int]:
     """Completions per task (input order), prompts batched longest first; (texts, new tokens, truncated)."""
     import torch
+    from tqdm import tqdm
     from transformers import GenerationConfig
 
     texts = prompt_texts(tokenizer, tasks)
@@ -128,7 +129,9 @@ def _generate(model, tokenizer, tasks: list[Task], batch_size: int, num_return_s
     out: list[list[str]] = [[] for _ in tasks]
     new_tokens = truncated = 0
     device = next(model.parameters()).device
-    with torch.inference_mode():
+    # A bar on stderr even when it is a pipe (a stage under DVC or the flow), updated at most every 5 s.
+    bar = tqdm(total=len(order) * num_return_sequences, desc=desc, unit="answer", mininterval=5, disable=not desc)
+    with torch.inference_mode(), bar:
         for b in range(0, len(order), batch_size):
             chunk = order[b:b + batch_size]
             batch = tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, padding=True, return_tensors="pt").to(device)
@@ -139,12 +142,14 @@ def _generate(model, tokenizer, tasks: list[Task], batch_size: int, num_return_s
             truncated += n_trunc
             for j, i in enumerate(chunk):
                 out[i] = decoded[j * num_return_sequences:(j + 1) * num_return_sequences]
+            bar.update(len(rows))
     return out, new_tokens, truncated
 
 
 def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size: int = 8,
                         max_new_tokens: int = 256, threads: int | None = None, model_and_tokenizer=None,
-                        device: str = "auto", precision: str | None = None) -> tuple[list[str], GenerationStats]:
+                        device: str = "auto", precision: str | None = None,
+                        desc: str | None = "generating") -> tuple[list[str], GenerationStats]:
     """Greedy responses for `tasks` (in input order) and timing stats.
 
     Prompts are sorted by token length (longest first) so each batch pads little; only the new
@@ -161,8 +166,8 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
     with _torch_threads(threads):
         model, tokenizer = model_and_tokenizer or load_for_generation(model_dir, device, precision)
         start = time.perf_counter()
-        out, new_tokens, truncated = _generate(model, tokenizer, tasks, batch_size, do_sample=False, num_beams=1,
-                                               max_new_tokens=max_new_tokens)
+        out, new_tokens, truncated = _generate(model, tokenizer, tasks, batch_size, desc=desc, do_sample=False,
+                                               num_beams=1, max_new_tokens=max_new_tokens)
         seconds = time.perf_counter() - start
     stats = GenerationStats(len(tasks), new_tokens, truncated, seconds, batch_size, max_new_tokens, threads)
     return [o[0] if o else "" for o in out], stats
@@ -187,7 +192,7 @@ def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, tempe
         torch.manual_seed(seed)  # seeds CUDA too
         start = time.perf_counter()
         out, new_tokens, truncated = _generate(model, tokenizer, tasks, prompts_per_batch, num_return_sequences=k,
-                                               do_sample=True, temperature=temperature, top_p=top_p, top_k=0,
+                                               desc="policy samples", do_sample=True, temperature=temperature, top_p=top_p, top_k=0,
                                                max_new_tokens=max_new_tokens)
         seconds = time.perf_counter() - start
     stats = GenerationStats(len(tasks) * k, new_tokens, truncated, seconds, prompts_per_batch * k, max_new_tokens, threads)

@@ -166,7 +166,8 @@ def evaluate_model(model_dir: str | Path, tasks: Sequence[Task], scorer: RubricS
     """
     tasks = list(tasks)
     out = Path(out_dir)
-    responses, stats = generate_with_stats(model_dir, tasks, batch_size=batch_size, max_new_tokens=max_new_tokens)
+    responses, stats = generate_with_stats(model_dir, tasks, batch_size=batch_size, max_new_tokens=max_new_tokens,
+                                           desc=f"eval {Path(model_dir).name}")
     metrics = evaluate_responses(tasks, responses, scorer, n_boot=n_boot, seed=seed)
     metrics["generation"] = {"model_dir": str(model_dir), **stats.to_dict()}
     with output_set(out, f"{out}: another run is writing here; waiting for it") as stage:

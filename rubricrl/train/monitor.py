@@ -42,7 +42,7 @@ def greedy_decode(model, tokenizer, tasks: list[Task], max_new_tokens: int, batc
     tokenizer.padding_side = "left"
     try:
         responses, _ = generate_with_stats(None, tasks, batch_size=batch_size, max_new_tokens=max_new_tokens,
-                                           model_and_tokenizer=(model, tokenizer))
+                                           model_and_tokenizer=(model, tokenizer), desc="hack monitor")
     finally:
         tokenizer.padding_side = side
         model.train(was_training)
