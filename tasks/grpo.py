@@ -93,7 +93,10 @@ def main() -> None:
                    "reward_first": round(trend[0], 4) if trend else None,
                    "reward_last": round(trend[1], 4) if trend else None}
         write_text(OUT / "report.md", training_markdown(result))
-        write_csv(OUT / "history.csv", history_rows(result["log_history"]), HISTORY_COLUMNS)  # `dvc plots`
+        rows = history_rows(result["log_history"])
+        criteria = sorted({k for e in rows for k in e if k.startswith("rewards/") and k.endswith("/mean")})
+        write_csv(OUT / "history.csv", rows, {**HISTORY_COLUMNS, **{k: k for k in criteria}})  # `dvc plots`, report
+        write_json(OUT / "rollbacks.json", {"rollbacks": result["rollbacks"]})  # the report's KL markers
         write_csv(OUT / "monitor.csv", monitor_rows(result["log_history"]), MONITOR_COLUMNS)
         write_json(METRICS, metrics)
         run.log_metrics({f"grpo.{k}": v for k, v in metrics.items()})
