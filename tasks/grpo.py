@@ -39,6 +39,17 @@ def weights_md5(model_dir: str) -> dict:
     return {p.name: tracking.file_md5(p) for p in sorted(Path(model_dir).glob("*.safetensors"))}
 
 
+def relaunch_under_accelerate(config: str) -> None:
+    """`python tasks/grpo.py` (as DVC and the flow run it) with grpo.accelerate_config set: run this same script
+    under `accelerate launch --config_file CONFIG` (e.g. 8 GPUs, ZeRO-3) and exit with its code."""
+    import os
+    import subprocess
+
+    if "LOCAL_RANK" not in os.environ:  # not yet under a launcher
+        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config, __file__]
+        sys.exit(subprocess.call(cmd))
+
+
 def main() -> None:
     from accelerate.utils import broadcast_object_list
 
@@ -48,6 +59,8 @@ def main() -> None:
 
     params = load_params()
     cfg = params.grpo
+    if cfg.accelerate_config:
+        relaunch_under_accelerate(cfg.accelerate_config)
     report = json.loads((RUBRIC_DIR / "report.json").read_text(encoding="utf-8"))
     # Every rank reads the same report, so a failed gate stops them all here, before any process group exists.
     overridden = check_gate(report, params.rubric, params.rubric.allow_gate_failures)

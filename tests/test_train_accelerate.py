@@ -118,3 +118,22 @@ def test_failed_rubric_gate_stops_every_rank_before_anything_is_touched(tmp_path
     assert 'tasks/grpo.py", line' not in proc.stderr  # one clean error line per rank, no traceback
     assert json.loads(earlier.read_text()) == {"fingerprint": "an earlier run"}  # the output folder is untouched
     assert not (proj / "mlruns").exists()  # no MLflow run was opened, so none is left open
+
+
+def test_the_stage_relaunches_itself_under_accelerate_when_the_profile_names_a_config(monkeypatch):
+    import subprocess as sp
+
+    sys.path.insert(0, str(ROOT))
+    from tasks import grpo as stage
+
+    calls = []
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    monkeypatch.setattr(sp, "call", lambda cmd: calls.append(cmd) or 7)
+    with pytest.raises(SystemExit) as exit_info:
+        stage.relaunch_under_accelerate("configs/accelerate_zero3.yaml")
+    assert exit_info.value.code == 7  # the launcher's exit code is the stage's
+    assert calls == [[sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+                      "configs/accelerate_zero3.yaml", stage.__file__]]
+    monkeypatch.setenv("LOCAL_RANK", "0")  # already under the launcher: carry on in this process
+    stage.relaunch_under_accelerate("configs/accelerate_zero3.yaml")
+    assert len(calls) == 1

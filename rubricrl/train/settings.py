@@ -29,6 +29,7 @@ class CommonSettings(Strict):
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16 = mixed precision (GPU; slow or unsupported on most CPUs)
     gradient_checkpointing: bool = False  # trades ~20% speed for memory; only worth it for big models
     deepspeed: str | None = None  # a DeepSpeed JSON config (production: configs/deepspeed_zero3.json)
+    accelerate_config: str | None = None  # grpo: the stage relaunches itself under `accelerate launch --config_file`
     lora: LoRASettings | None = None  # train LoRA adapters (merged into the saved model) instead of all weights
 
 

@@ -7,14 +7,27 @@ from pathlib import Path
 from rubricrl.errors import ConfigError
 from rubricrl.train.settings import CommonSettings, GRPOSettings, LoRASettings, SFTSettings
 
+def _checkpointing_field() -> str:
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+
+
+_CHECKPOINTING = _checkpointing_field()
+
+
 def common_kwargs(s: CommonSettings) -> dict:
     return {
         "use_cpu": s.device == "cpu",
         # TRL's base config turns bf16 on whenever fp16 is off (trl/trainer/base_config.py, __post_init__).
         "bf16": s.precision == "bf16",
         # TRL defaults gradient_checkpointing to True (trl/trainer/base_config.py:62), which transformers 5
-        # renamed activation_checkpointing; setting the new name also sets the old one TRL reads.
-        "activation_checkpointing": s.gradient_checkpointing,
+        # renamed activation_checkpointing (5.22); setting the new name also sets the old one TRL reads. The GPU
+        # image pins an older transformers for vLLM, which knows only the old name.
+        _CHECKPOINTING: s.gradient_checkpointing,
         "deepspeed": s.deepspeed,  # a DeepSpeed JSON (configs/deepspeed_zero3.json); HF fills in its "auto" values
         "report_to": "none",  # metrics go to MLflow through our own callback (rubricrl.train.mlflow_log)
         "dataloader_num_workers": 0,
