@@ -8,21 +8,25 @@ BIN := $(VENV)/bin
 
 setup: $(VENV)/.installed
 
-# llama-cpp-python (the llama.cpp server the judge tests start) builds from source. Its default
-# -march=native build segfaulted in every multi-token decode on an AVX-512 host, so it is built once
-# per machine for portable x86-64 with AVX2 (GGML_NATIVE=OFF) and kept, like pip's own cache, outside
-# the repo; the version is the one pyproject.toml pins.
-LLAMA_CPP := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml | sed 's/\[server\]//')
+# llama.cpp (the rubric stage's policy samples, the judge tests' OpenAI-compatible server, and its HF -> GGUF
+# converter) comes from one pinned, checksummed artifact, the llama-cpp-python sdist: scripts/llama_cpp.sh
+# verifies it, unpacks the converter into .venv/share/llama.cpp and builds the wheel once per machine
+# (portable AVX2, ~6 min on 2 cores; kept in ~/.cache/rubricrl/wheels). The build runs in the background
+# while pip installs everything else, so a fresh machine waits for the longer of the two, not their sum.
+LLAMA_CPP_VERSION := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml | sed 's/.*==//')
+LLAMA_CPP_SHA256 := 832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 WHEELS ?= $(HOME)/.cache/rubricrl/wheels
 
 # torch is pinned to the local CPU build first, so nothing later pulls a multi-GB CUDA build.
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml scripts/llama_cpp.sh
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q torch==2.13.0
-	@ls $(WHEELS)/llama_cpp_python-$(subst llama-cpp-python==,,$(LLAMA_CPP))-*.whl >/dev/null 2>&1 || \
-		CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(WHEELS) "$(LLAMA_CPP)"
-	$(BIN)/pip install -q --find-links $(WHEELS) -e ".[test]"
+	@WHEELS=$(WHEELS) bash scripts/llama_cpp.sh $(VENV) $(LLAMA_CPP_VERSION) $(LLAMA_CPP_SHA256) > $(VENV)/llama_cpp.log 2>&1 & \
+	pid=$$!; \
+	$(BIN)/pip install -q torch==2.13.0 && $(BIN)/pip install -q -e ".[test]"; rc=$$?; \
+	echo "waiting for the llama-cpp-python build (log: $(VENV)/llama_cpp.log)"; \
+	if ! wait $$pid; then tail -30 $(VENV)/llama_cpp.log; exit 1; fi; [ $$rc -eq 0 ] || exit $$rc
+	$(BIN)/pip install -q --find-links $(WHEELS) -e ".[test,llama]"
 	@[ -d .git ] || git init -q
 	touch $@
 

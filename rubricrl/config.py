@@ -17,6 +17,9 @@ from rubricrl.yamlfile import read_mapping, validation_error
 from rubricrl.rubric.spec import JudgeConfig
 from rubricrl.train.settings import GRPOSettings, SFTSettings
 
+# Generation engines (rubricrl.evals.generate): transformers on the profile's device, or llama.cpp on an F16 GGUF.
+Engine = Literal["transformers", "llama_cpp"]
+
 DEFAULT_PARAMS = "params.yaml"
 
 
@@ -68,6 +71,7 @@ class RubricParams(Section):
     policy_responses: str | None = None  # optional JSONL (id, response) of policy samples, instead of sampling
     policy_samples: int = Field(4, ge=0)  # on-policy calibration: samples per task from the GRPO start model (0: off)
     policy_tasks: int = Field(12, ge=1)  # ... on the first N calibration tasks, at grpo.temperature / max_completion_length
+    sample_engine: Engine = "transformers"  # llama_cpp: an F16 GGUF, each prompt processed once for its k samples (CPU)
     min_auc: float = Field(0.6, ge=0.5, le=1.0)  # a component must separate gold from its targets this well
     keep_weak: bool = False  # keep non-discriminating components (with a warning) instead of dropping
     min_margin: float = Field(0.4, ge=0)  # every probe must score at least this far below gold, on every task
@@ -86,6 +90,7 @@ class EvalParams(Section):
     max_new_tokens: int = Field(256, ge=8)  # per answer; gold answers are ~80 tokens (p90 ~115)
     n_boot: int = Field(1000, ge=100)  # bootstrap resamples for the 95% confidence intervals
     samples_table: int = Field(20, ge=0)  # sample outputs with per-criterion reasons, per model
+    engine: Engine = "transformers"  # greedy decoding: transformers (batched, the profile's device) or llama_cpp (F16 GGUF)
 
 
 class PolicyParams(Section):

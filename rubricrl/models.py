@@ -50,13 +50,16 @@ def build_tiny_tokenizer(vocab_size: int = 512):
     )
 
 
-def build_tiny_model(out_dir: str | Path, hidden_size: int = 32, layers: int = 2, seed: int = 0) -> Path:
-    """Save a random Llama-architecture model with its tokenizer to `out_dir` (a normal HF folder)."""
+def build_tiny_model(out_dir: str | Path, hidden_size: int = 32, layers: int = 2, seed: int = 0,
+                     tokenizer=None) -> Path:
+    """Save a random Llama-architecture model with its tokenizer to `out_dir` (a normal HF folder).
+
+    `tokenizer`: a real one instead of the tiny BPE (llama.cpp's converter knows only published tokenizers)."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     out = Path(out_dir)
-    tokenizer = build_tiny_tokenizer()
+    tokenizer = tokenizer or build_tiny_tokenizer()
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,

@@ -149,13 +149,14 @@ def _generate(model, tokenizer, tasks: list[Task], batch_size: int, num_return_s
 def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size: int = 8,
                         max_new_tokens: int = 256, threads: int | None = None, model_and_tokenizer=None,
                         device: str = "auto", precision: str | None = None,
-                        desc: str | None = "generating") -> tuple[list[str], GenerationStats]:
+                        desc: str | None = "generating", engine: str = "transformers") -> tuple[list[str], GenerationStats]:
     """Greedy responses for `tasks` (in input order) and timing stats.
 
     Prompts are sorted by token length (longest first) so each batch pads little; only the new
     tokens are decoded, special tokens skipped. `model_and_tokenizer` reuses an already loaded pair
     (as returned by load_for_generation, or a model being trained, used where it is) instead of loading
-    `model_dir` on `placement(device, precision)`.
+    `model_dir` on `placement(device, precision)`. engine "llama_cpp" decodes an F16 GGUF of `model_dir`
+    one prompt at a time instead (rubricrl.evals.llamacpp; batch_size, device and precision do not apply).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -163,6 +164,11 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
     tasks = list(tasks)
     if not tasks:
         return [], GenerationStats(0, 0, 0, 0.0, batch_size, max_new_tokens, threads)
+    if engine == "llama_cpp" and model_and_tokenizer is None:
+        from rubricrl.evals import llamacpp
+
+        out, new_tokens, truncated, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, desc=desc)
+        return [o[0] for o in out], GenerationStats(len(tasks), new_tokens, truncated, seconds, 1, max_new_tokens, threads)
     with _torch_threads(threads):
         model, tokenizer = model_and_tokenizer or load_for_generation(model_dir, device, precision)
         start = time.perf_counter()
@@ -175,11 +181,13 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
 
 def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, temperature: float, max_new_tokens: int,
                      top_p: float = 1.0, seed: int = 0, prompts_per_batch: int = 2,
-                     threads: int | None = None, device: str = "auto",
-                     precision: str | None = None) -> tuple[list[list[str]], GenerationStats]:
+                     threads: int | None = None, device: str = "auto", precision: str | None = None,
+                     engine: str = "transformers") -> tuple[list[list[str]], GenerationStats]:
     """k sampled completions per task (the policy's own samples, as GRPO draws them), and timing stats.
 
-    Seeded with torch.manual_seed, so a run is repeatable on the same machine and library versions.
+    Seeded (torch.manual_seed; llama.cpp: seed + sample index), so a run is repeatable on the same machine
+    and library versions. engine "llama_cpp" processes each prompt once for its k samples (KV-cache reuse);
+    transformers processes it k times.
     """
     import torch
 
@@ -187,6 +195,13 @@ def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, tempe
         raise ValueError(f"k must be >= 1, got {k}")
     threads = threads or default_threads()
     tasks = list(tasks)
+    if engine == "llama_cpp":
+        from rubricrl.evals import llamacpp
+
+        out, new_tokens, truncated, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, k=k,
+                                                                temperature=temperature, top_p=top_p, seed=seed,
+                                                                desc="policy samples")
+        return out, GenerationStats(len(tasks) * k, new_tokens, truncated, seconds, 1, max_new_tokens, threads)
     with _torch_threads(threads):
         model, tokenizer = load_for_generation(model_dir, device, precision)
         torch.manual_seed(seed)  # seeds CUDA too

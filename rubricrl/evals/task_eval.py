@@ -45,7 +45,7 @@ def strict_row(c: StrictCounts | None) -> dict:
 
 
 def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: RubricScorer,
-                       n_boot: int = 1000, seed: int = 0) -> dict:
+                       n_boot: int = 1000, seed: int = 0, engine: str = "transformers") -> dict:
     """Metrics of `responses` (one per task, same order), overall and per part.
 
     Returns {"all": group, "parts": {part: group}, "samples": rows, "settings": {...}}, where a
@@ -158,7 +158,7 @@ def samples_markdown(samples: list[dict], k: int = 20, response_chars: int = 200
 
 def evaluate_model(model_dir: str | Path, tasks: Sequence[Task], scorer: RubricScorer, out_dir: str | Path,
                    batch_size: int = 8, max_new_tokens: int = 256, n_samples_table: int = 20,
-                   n_boot: int = 1000, seed: int = 0) -> dict:
+                   n_boot: int = 1000, seed: int = 0, engine: str = "transformers") -> dict:
     """Generate greedily, evaluate, and write out_dir/{metrics.json, responses.jsonl, samples.md}.
 
     metrics.json holds the metrics without the per-response samples, plus "generation" (model_dir,
@@ -167,7 +167,7 @@ def evaluate_model(model_dir: str | Path, tasks: Sequence[Task], scorer: RubricS
     tasks = list(tasks)
     out = Path(out_dir)
     responses, stats = generate_with_stats(model_dir, tasks, batch_size=batch_size, max_new_tokens=max_new_tokens,
-                                           desc=f"eval {Path(model_dir).name}")
+                                           desc=f"eval {Path(model_dir).name}", engine=engine)
     metrics = evaluate_responses(tasks, responses, scorer, n_boot=n_boot, seed=seed)
     metrics["generation"] = {"model_dir": str(model_dir), **stats.to_dict()}
     with output_set(out, f"{out}: another run is writing here; waiting for it") as stage:

@@ -1,0 +1,76 @@
+"""Generation engines side by side in one run: transformers fp32 (the eval's batches) vs llama.cpp on an F16 GGUF.
+
+    python benchmarks/generation_engines.py                          # outputs/models/sft, 16 test tasks
+    python benchmarks/generation_engines.py --model outputs/grpo/model --tasks 20 --samples-tasks 6
+
+Two workloads, each on the same model, prompts and threads, one engine after the other:
+  greedy   the eval: transformers batches of --batch-size (longest prompts first) vs llama.cpp one prompt at a
+           time; speed-up and how many greedy answers are identical.
+  samples  the rubric stage's policy samples: k completions per task at GRPO's temperature; transformers
+           repeats each prompt k times in a batch, llama.cpp processes it once and reuses its KV cache.
+Times exclude loading and the one-off GGUF conversion (printed apart). Use an idle machine: both engines
+use every core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rubricrl.evals import llamacpp  # noqa: E402
+from rubricrl.evals.generate import default_threads, generate_with_stats, sample_responses  # noqa: E402
+from rubricrl.taskfile import load_tasks  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="outputs/models/sft")
+    ap.add_argument("--tasks", type=int, default=16, help="test tasks decoded greedily")
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--max-new-tokens", type=int, default=200)
+    ap.add_argument("--samples-tasks", type=int, default=6, help="val tasks sampled k times (0: skip)")
+    ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--temperature", type=float, default=0.9)
+    ap.add_argument("--out", help="also write the results as JSON here")
+    a = ap.parse_args()
+    threads = default_threads()
+    test = load_tasks("data/test.jsonl")[: a.tasks]
+
+    start = time.perf_counter()
+    gguf = llamacpp.gguf_for(a.model)
+    convert_s = time.perf_counter() - start
+    print(f"GGUF {gguf} ({gguf.stat().st_size / 2**20:.0f} MiB): {convert_s:.1f} s (0 when cached)", file=sys.stderr)
+
+    hf, hf_stats = generate_with_stats(a.model, test, batch_size=a.batch_size, max_new_tokens=a.max_new_tokens,
+                                       threads=threads, desc="transformers")
+    lc, lc_stats = generate_with_stats(a.model, test, max_new_tokens=a.max_new_tokens, threads=threads,
+                                       desc="llama.cpp", engine="llama_cpp")
+    same = sum(x == y for x, y in zip(hf, lc))
+    result = {"model": a.model, "threads": threads, "gguf_convert_s": round(convert_s, 1), "greedy": {
+        "tasks": len(test), "transformers": hf_stats.to_dict(), "llama_cpp": lc_stats.to_dict(),
+        "speedup": round(hf_stats.seconds / lc_stats.seconds, 2), "identical": same}}
+    if a.samples_tasks:
+        val = load_tasks("data/val.jsonl")[: a.samples_tasks]
+        _, hs = sample_responses(a.model, val, a.k, a.temperature, 128, threads=threads)
+        _, ls = sample_responses(a.model, val, a.k, a.temperature, 128, threads=threads, engine="llama_cpp")
+        result["samples"] = {"tasks": len(val), "k": a.k, "transformers": hs.to_dict(), "llama_cpp": ls.to_dict(),
+                             "speedup": round(hs.seconds / ls.seconds, 2)}
+    text = json.dumps(result, indent=2)
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text + "\n")
+    g = result["greedy"]
+    print(f"greedy: llama.cpp {g['speedup']}x transformers, {same}/{len(test)} answers identical", file=sys.stderr)
+    if "samples" in result:
+        print(f"samples: llama.cpp {result['samples']['speedup']}x transformers", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
