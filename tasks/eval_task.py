@@ -73,7 +73,7 @@ def main() -> None:
         for name, model_dir in MODELS.items():
             metrics = evaluate_model(model_dir, tasks, scorer, OUT / name, batch_size=cfg.batch_size,
                                      max_new_tokens=cfg.max_new_tokens, n_samples_table=cfg.samples_table,
-                                     n_boot=cfg.n_boot)
+                                     n_boot=cfg.n_boot, engine=cfg.engine)
             groups = {"all": metrics["all"], **metrics["parts"]}
             summary[name] = {part: headline(g) for part, g in groups.items()}
             samples[name] = metrics["samples"]

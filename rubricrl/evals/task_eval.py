@@ -45,7 +45,7 @@ def strict_row(c: StrictCounts | None) -> dict:
 
 
 def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: RubricScorer,
-                       n_boot: int = 1000, seed: int = 0, engine: str = "transformers") -> dict:
+                       n_boot: int = 1000, seed: int = 0) -> dict:
     """Metrics of `responses` (one per task, same order), overall and per part.
 
     Returns {"all": group, "parts": {part: group}, "samples": rows, "settings": {...}}, where a

@@ -20,6 +20,7 @@ from transformers import TrainerCallback
 from rubricrl.atomic import write_json
 from rubricrl.rubric.reward import RubricReward
 from rubricrl.taskfile import Task
+from rubricrl.train import trl_patches
 from rubricrl.train.checkpoints import (
     Checkpoint, CheckpointCallback, latest_complete, newest_at_or_before, publish_checkpoint_model, publish_dir,
     remove_after, remove_incomplete, temp_dir_for,
@@ -152,6 +153,7 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
     watchers = [hack, monitor] if hack else [monitor]
     keeper = CheckpointCallback(s.save_total_limit, lambda: _protected_step(run.run_dir, detector, hack))
     metrics = MLflowMetricsCallback(run.mix, s.table_every, s.table_rows)
+    trl_patches.apply()  # score only the completion in the LM head on CPU too
     while True:
         run.args.beta = metrics.beta = beta  # GRPOTrainer reads args.beta when it is built
         trainer = GRPOTrainer(model=str(run.model_dir), reward_funcs=run.mix.funcs, args=run.args,

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from rubricrl.taskfile import Task
+from rubricrl.train import trl_patches
 from rubricrl.train.checkpoints import publish_dir, temp_dir_for
 from rubricrl.train.data import sft_rows
 from rubricrl.train.mlflow_log import MLflowMetricsCallback
@@ -32,6 +33,7 @@ def train_sft(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pat
                             f"max_length ({settings.max_length} tokens)")
     work = out.with_name(f".{out.name}.work")  # trainer scratch (logs, runs); removed afterwards
     args = sft_config(settings, work)
+    trl_patches.apply()  # score only the answer in the LM head on CPU too
     trainer = SFTTrainer(model=str(model_dir), args=args, train_dataset=Dataset.from_list(rows),
                          processing_class=tokenizer, peft_config=peft_config(settings.lora),
                          callbacks=[MLflowMetricsCallback()])

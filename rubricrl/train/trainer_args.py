@@ -91,6 +91,9 @@ def sft_config(s: SFTSettings, output_dir: Path):
         max_length=s.max_length,
         completion_only_loss=True,  # loss on the answer only, never on the prompt
         packing=False,
+        # Batches of similar length: with random batches of 4, padding made the embedded data's SFT 31% more
+        # tokens than the examples have (lengths 291-1066); grouped, 3%. Every example is still seen once.
+        train_sampling_strategy="group_by_length",
         logging_steps=1,
         save_strategy="no",  # short runs: the finished model is published atomically instead
         seed=s.seed,
