@@ -17,13 +17,13 @@ LLAMA_CPP_VERSION := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pypro
 LLAMA_CPP_SHA256 := 832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 WHEELS ?= $(HOME)/.cache/rubricrl/wheels
 
-# torch is pinned to the local CPU build first, so nothing later pulls a multi-GB CUDA build.
+# torch is pinned to the local CPU build in the same resolve, so nothing pulls a multi-GB CUDA build.
 $(VENV)/.installed: pyproject.toml scripts/llama_cpp.sh
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	@WHEELS=$(WHEELS) bash scripts/llama_cpp.sh $(VENV) $(LLAMA_CPP_VERSION) $(LLAMA_CPP_SHA256) > $(VENV)/llama_cpp.log 2>&1 & \
 	pid=$$!; \
-	$(BIN)/pip install -q torch==2.13.0 && $(BIN)/pip install -q -e ".[test]"; rc=$$?; \
+	$(BIN)/pip install -q torch==2.13.0 -e ".[test]"; rc=$$?; \
 	echo "waiting for the llama-cpp-python build (log: $(VENV)/llama_cpp.log)"; \
 	if ! wait $$pid; then tail -30 $(VENV)/llama_cpp.log; exit 1; fi; [ $$rc -eq 0 ] || exit $$rc
 	$(BIN)/pip install -q --find-links $(WHEELS) -e ".[test,llama]"
