@@ -49,7 +49,9 @@ def test_pipeline_runs_stages_tracks_lineage_and_skips_up_to_date(tmp_path):
     tiny = build_tiny_model(tmp_path / "tiny")
     proj = make_project(tmp_path, sections={
         "policy": {"model": str(tiny)}, "sft": {"max_steps": 1, "max_tasks": 4, "per_device_batch_size": 2},
-        "rubric": {"policy_tasks": 2, "policy_samples": 2}, "grpo": {"max_completion_length": 8}},
+        # transformers samples: llama.cpp's converter knows only published tokenizers, not the tiny BPE
+        "rubric": {"policy_tasks": 2, "policy_samples": 2, "sample_engine": "transformers"},
+        "grpo": {"max_completion_length": 8}},
         n_train=40, n_test=12, n_val=10)
     stages = [arg for name in TINY_CHAIN for arg in ("--stage", name)]
     first = rubricrl(proj, "pipeline", "run", *stages)
