@@ -4,28 +4,21 @@ import pytest
 from rubricrl.evals import llamacpp
 from rubricrl.evals.generate import generate_with_stats, sample_responses
 from tests.test_task_eval import tiny_tasks
+from tests.train_helpers import roughen_weights
 
 
 @pytest.fixture(scope="module")
 def smol_tiny(tmp_path_factory):
     """A tiny random Llama with SmolLM2's real tokenizer (the converter only knows published tokenizers),
     with weights large enough that greedy decoding is not all one token."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from rubricrl.models import build_tiny_model, embedded_gguf
 
     gguf = embedded_gguf()
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     path = build_tiny_model(tmp_path_factory.mktemp("smol") / "m", hidden_size=64, seed=3, tokenizer=tokenizer)
-    model = AutoModelForCausalLM.from_pretrained(path)
-    g = torch.Generator().manual_seed(3)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.copy_(torch.randn(p.shape, generator=g) * 2 / p.shape[-1] ** 0.5)
-    model.save_pretrained(path)
-    return path
+    return roughen_weights(path, seed=3)
 
 
 @pytest.fixture(autouse=True)

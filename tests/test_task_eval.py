@@ -127,20 +127,10 @@ def test_no_reference_and_no_part(scorer):
 def tiny_model(tmp_path_factory):
     """The tiny random model with larger random weights: the stock init only ever emits newlines,
     which would make the order and batching checks vacuous."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
     from rubricrl.models import build_tiny_model
+    from tests.train_helpers import roughen_weights
 
-    path = build_tiny_model(tmp_path_factory.mktemp("tiny") / "m", seed=2)
-    model = AutoModelForCausalLM.from_pretrained(path)
-    g = torch.Generator().manual_seed(2)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 2:
-                p.copy_(torch.randn(p.shape, generator=g) * 2 / p.shape[-1] ** 0.5)
-    model.save_pretrained(path)
-    return path
+    return roughen_weights(build_tiny_model(tmp_path_factory.mktemp("tiny") / "m", seed=2), seed=2)
 
 
 def tiny_tasks():

@@ -54,3 +54,19 @@ class FakeKL(TrainerCallback):
         if logs and "kl" in logs and state.global_step in self.steps and self.left:
             logs["kl"] = 1e3
             self.left -= 1
+
+
+def roughen_weights(model_dir, seed: int):
+    """Redraw every matrix of a saved tiny model with larger random weights: the stock init only ever emits
+    newlines, which would make order, batching and engine comparisons vacuous."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.copy_(torch.randn(p.shape, generator=g) * 2 / p.shape[-1] ** 0.5)
+    model.save_pretrained(model_dir)
+    return model_dir
