@@ -32,6 +32,7 @@ from rubricrl.train.monitor import HackMonitor
 from rubricrl.train.reward_mix import TrainingReward
 from rubricrl.train.rollback import Rollback, RollbackMonitor, SpikeDetector, TrainingError, last_good_step
 from rubricrl.train.settings import GRPOSettings
+from rubricrl.train.shared_prefill import share_prefill
 from rubricrl.train.trainer_args import grpo_config, peft_config
 
 STATE_FILE = "grpo_state.json"
@@ -159,6 +160,8 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
         trainer = GRPOTrainer(model=str(run.model_dir), reward_funcs=run.mix.funcs, args=run.args,
                               train_dataset=run.dataset, callbacks=[*run.callbacks, *watchers, keeper, metrics],
                               peft_config=peft_config(s.lora))
+        if not s.use_vllm:
+            share_prefill(trainer.model)  # each prompt's KV cache computed once for its num_generations rollouts
         trainer.train(resume_from_checkpoint=str(start.path) if start else None)
         spike = monitor.spike
         if spike is None:
