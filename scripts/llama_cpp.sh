@@ -19,7 +19,20 @@ mkdir -p "$cache/sdist" "$wheels"
 
 if [ ! -f "$sdist" ] || ! echo "$sha  $sdist" | sha256sum -c --quiet - 2>/dev/null; then
   tmp=$(mktemp -d)
-  "$venv/bin/pip" download -q --no-deps --no-binary :all: -d "$tmp" "llama-cpp-python==$version"
+  # The file itself, through the index's JSON simple API (PEP 691): `pip download` would first build the
+  # sdist's metadata (~2 minutes of build dependencies and CMake). The sha256 is checked below either way.
+  "$venv/bin/python" - "$version" "$tmp" "${PIP_INDEX_URL:-https://pypi.org/simple}" <<'PY'
+import json, sys, urllib.request
+version, folder, index = sys.argv[1:]
+name = f"llama_cpp_python-{version}.tar.gz"
+req = urllib.request.Request(f"{index.rstrip('/')}/llama-cpp-python/",
+                             headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+files = json.load(urllib.request.urlopen(req, timeout=60))["files"]
+url = next((f["url"] for f in files if f["filename"] == name), None)
+if url is None:
+    sys.exit(f"llama_cpp.sh: {index} has no {name}")
+urllib.request.urlretrieve(url, f"{folder}/{name}")
+PY
   if ! echo "$sha  $tmp/llama_cpp_python-$version.tar.gz" | sha256sum -c --quiet -; then
     echo "llama_cpp.sh: llama_cpp_python-$version.tar.gz does not match the pinned sha256 $sha" >&2
     rm -rf "$tmp"; exit 1
