@@ -93,6 +93,61 @@ class EvalParams(Section):
     engine: Engine = "transformers"  # greedy decoding: transformers (batched, the profile's device) or llama_cpp (F16 GGUF)
 
 
+class SuiteSizes(Section):
+    """Items per general suite (None: the whole suite; the CPU default runs a fixed prefix of each)."""
+
+    ifeval: int | None = Field(None, ge=1)  # project-written IFEval-style prompts (64, EN/ZH alternating)
+    humaneval: int | None = Field(None, ge=1)  # HumanEval problems (164), the first N
+    qa: int | None = Field(None, ge=1)  # project-written factual questions (80, EN/ZH alternating)
+    perplexity: int | None = Field(None, ge=1)  # paragraphs of the held-out text (24)
+
+
+class GeneralRetrain(Section):
+    """When the general gate fails, the flow retrains GRPO with learning_rate x lr_factor and beta x beta_factor."""
+
+    max_attempts: int = Field(2, ge=0)  # 0: no retraining, the flow stops at the first failure
+    lr_factor: float = Field(0.5, gt=0, lt=1)
+    beta_factor: float = Field(2.0, gt=1)
+    beta_floor: float = Field(0.01, gt=0)  # beta 0 (no KL term) becomes this before the factor applies
+
+
+class GeneralParams(Section):
+    """eval_general: base, SFT and GRPO on general suites; the gate is each suite's drop vs base."""
+
+    sizes: SuiteSizes = SuiteSizes()
+    batch_size: int = Field(8, ge=1)
+    max_new_tokens: int = Field(200, ge=8)  # instruction following and QA replies
+    code_max_new_tokens: int = Field(256, ge=8)  # HumanEval completions
+    code_timeout_s: float = Field(5.0, gt=0)  # per program, in the sandbox
+    perplexity_max_tokens: int = Field(256, ge=8)
+    n_boot: int = Field(1000, ge=100)
+    # The largest drop vs base (model - base, paired point estimate) each suite tolerates; perplexity is
+    # judged on the mean per-paragraph negative log-likelihood in nats (0.1 nats ~ +10.5% perplexity).
+    tolerance: dict[Literal["ifeval", "humaneval", "qa", "perplexity"], float] = {
+        "ifeval": 0.10, "humaneval": 0.10, "qa": 0.10, "perplexity": 0.10}
+    gated: list[str] = ["grpo"]  # models the gate judges (the ones that would be promoted)
+    retrain: GeneralRetrain = GeneralRetrain()
+
+    @field_validator("tolerance")
+    @classmethod
+    def _every_suite(cls, v: dict) -> dict:
+        missing = {"ifeval", "humaneval", "qa", "perplexity"} - set(v)
+        if missing:
+            raise ValueError(f"missing suite(s): {', '.join(sorted(missing))}")
+        if any(x < 0 for x in v.values()):
+            raise ValueError("tolerances must be >= 0")
+        return v
+
+
+class RegistryParams(Section):
+    """The MLflow model registry: one registered model, aliases `challenger` and `champion`."""
+
+    name: str = Field("rubricrl-extractor", min_length=1)
+    candidates: list[Literal["sft", "grpo"]] = ["sft", "grpo"]  # candidates, in training order (last: challenger)
+    task_margin: float = Field(0.0, ge=0)  # challenger's strict field accuracy may trail champion's by this much
+    promote: bool = True  # the flow promotes after registering (False: register only; `rubricrl registry promote`)
+
+
 class PolicyParams(Section):
     model: str = "smollm2-135m-instruct"  # 'smollm2-135m-instruct' = the embedded default
 
@@ -152,6 +207,8 @@ class Params(Section):
     sft: SFTSettings = SFTSettings()
     grpo: GRPOSettings = GRPOSettings()
     eval: EvalParams = EvalParams()
+    general: GeneralParams = GeneralParams()
+    registry: RegistryParams = RegistryParams()
     policy: PolicyParams = PolicyParams()
     tracking: TrackingParams = TrackingParams()
     pipeline: PipelineParams = PipelineParams()

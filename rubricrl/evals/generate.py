@@ -88,10 +88,12 @@ def load_for_generation(model_dir: str | Path, device: str = "auto", precision: 
 
 
 def prompt_texts(tokenizer, tasks: Sequence[Task]) -> list[str]:
-    return [
-        tokenizer.apply_chat_template(task_messages(t), tokenize=False, add_generation_prompt=True)
-        for t in tasks
-    ]
+    return chat_texts(tokenizer, [task_messages(t) for t in tasks])
+
+
+def chat_texts(tokenizer, conversations: Sequence[list[dict]]) -> list[str]:
+    """Each conversation (chat messages) rendered by the model's chat template, ready for the reply."""
+    return [tokenizer.apply_chat_template(list(m), tokenize=False, add_generation_prompt=True) for m in conversations]
 
 
 def _decode_rows(rows, eos_ids, tokenizer) -> tuple[list[str], int, int]:
@@ -109,24 +111,23 @@ def _decode_rows(rows, eos_ids, tokenizer) -> tuple[list[str], int, int]:
     return texts, new_tokens, truncated
 
 
-def _generate(model, tokenizer, tasks: list[Task], batch_size: int, num_return_sequences: int = 1,
+def _generate(model, tokenizer, texts: list[str], batch_size: int, num_return_sequences: int = 1,
               desc: str | None = None, **gen_kwargs) -> tuple[list[list[str]], int, int]:
-    """Completions per task (input order), prompts batched longest first; (texts, new tokens, truncated)."""
+    """Completions per prompt text (input order), prompts batched longest first; (texts, new tokens, truncated)."""
     import torch
     from tqdm import tqdm
     from transformers import GenerationConfig
 
-    texts = prompt_texts(tokenizer, tasks)
     # The chat template writes any BOS itself: do not add special tokens a second time.
     ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
-    order = sorted(range(len(tasks)), key=lambda i: (-len(ids[i]), i))
+    order = sorted(range(len(texts)), key=lambda i: (-len(ids[i]), i))
     eos = model.generation_config.eos_token_id
     if eos is None:
         eos = tokenizer.eos_token_id
     eos_ids = set(eos if isinstance(eos, list) else [eos])
     gen_config = GenerationConfig(eos_token_id=eos, pad_token_id=tokenizer.pad_token_id,
                                   num_return_sequences=num_return_sequences, use_cache=True, **gen_kwargs)
-    out: list[list[str]] = [[] for _ in tasks]
+    out: list[list[str]] = [[] for _ in texts]
     new_tokens = truncated = 0
     device = next(model.parameters()).device
     # A bar on stderr even when it is a pipe (a stage under DVC or the flow), updated at most every 5 s.
@@ -172,8 +173,8 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
     with _torch_threads(threads):
         model, tokenizer = model_and_tokenizer or load_for_generation(model_dir, device, precision)
         start = time.perf_counter()
-        out, new_tokens, truncated = _generate(model, tokenizer, tasks, batch_size, desc=desc, do_sample=False,
-                                               num_beams=1, max_new_tokens=max_new_tokens)
+        out, new_tokens, truncated = _generate(model, tokenizer, prompt_texts(tokenizer, tasks), batch_size, desc=desc,
+                                               do_sample=False, num_beams=1, max_new_tokens=max_new_tokens)
         seconds = time.perf_counter() - start
     stats = GenerationStats(len(tasks), new_tokens, truncated, seconds, batch_size, max_new_tokens, threads)
     return [o[0] if o else "" for o in out], stats
@@ -206,12 +207,21 @@ def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, tempe
         model, tokenizer = load_for_generation(model_dir, device, precision)
         torch.manual_seed(seed)  # seeds CUDA too
         start = time.perf_counter()
-        out, new_tokens, truncated = _generate(model, tokenizer, tasks, prompts_per_batch, num_return_sequences=k,
-                                               desc="policy samples", do_sample=True, temperature=temperature, top_p=top_p, top_k=0,
-                                               max_new_tokens=max_new_tokens)
+        out, new_tokens, truncated = _generate(model, tokenizer, prompt_texts(tokenizer, tasks), prompts_per_batch,
+                                               num_return_sequences=k, desc="policy samples", do_sample=True,
+                                               temperature=temperature, top_p=top_p, top_k=0, max_new_tokens=max_new_tokens)
         seconds = time.perf_counter() - start
     stats = GenerationStats(len(tasks) * k, new_tokens, truncated, seconds, prompts_per_batch * k, max_new_tokens, threads)
     return out, stats
+
+
+def greedy_chat(model, tokenizer, conversations: Sequence[list[dict]], batch_size: int = 8, max_new_tokens: int = 256,
+                desc: str | None = None, threads: int | None = None) -> list[str]:
+    """Greedy replies of a loaded model (load_for_generation) to chat conversations, in input order."""
+    with _torch_threads(threads or default_threads()):
+        out, _, _ = _generate(model, tokenizer, chat_texts(tokenizer, conversations), batch_size, desc=desc,
+                              do_sample=False, num_beams=1, max_new_tokens=max_new_tokens)
+    return [o[0] if o else "" for o in out]
 
 
 def generate_responses(model_dir: str | Path, tasks: Sequence[Task], batch_size: int = 8,

@@ -1,0 +1,1 @@
+"""General-capability suites (instruction following, code, knowledge QA, perplexity) for the eval_general stage."""
