@@ -208,15 +208,32 @@ def pipeline(stages: list[str] | None = None, force: bool = False, force_stages:
         with run or nullcontext():
             if run:
                 env[tracking.PARENT_ENV] = run.info.run_id
-            for stage in order:
+
+            def run_stages(names: list[str], forced: bool = False) -> None:
+                for stage in names:
+                    try:
+                        stage_task(stage in network)(stage, forced or force or stage in (force_stages or []), env,
+                                                     str(root))
+                    except BaseException as err:
+                        fail(stage, err)
+                        raise
+
+            def fail(stage: str, err: BaseException) -> None:
+                if run:  # leaving the `with` then ends the MLflow run as FAILED
+                    mlflow.set_tags({"rubricrl.failed_stage": stage, "rubricrl.error": error_summary(str(err))[1][:500]})
+                    mlflow.log_text(str(err), "error.txt")
+
+            run_stages(order)
+            if "eval_general" in order and (root / "metrics/general.json").exists():
                 try:
-                    stage_task(stage in network)(stage, force or stage in (force_stages or []), env, str(root))
+                    retrains = retrain_until_general_passes(root, params.general.retrain, order, run_stages, env)
                 except BaseException as err:
-                    if run:  # leaving the `with` then ends the MLflow run as FAILED
-                        mlflow.set_tags({"rubricrl.failed_stage": stage,
-                                         "rubricrl.error": error_summary(str(err))[1][:500]})
-                        mlflow.log_text(str(err), "error.txt")
+                    fail("eval_general", err)
                     raise
+                if run:
+                    mlflow.set_tag("rubricrl.general_retrains", retrains)
+            if not stages and params.registry.candidates:
+                register_and_promote(str(root))
             lock = root / "dvc.lock"
             if run and lock.exists():
                 mlflow.log_artifact(str(lock))
@@ -226,6 +243,76 @@ def pipeline(stages: list[str] | None = None, force: bool = False, force_stages:
                 if run:
                     mlflow.set_tag("rubricrl.dvc_push", "ok" if pushed else "failed")
     return order
+
+
+def retrain_until_general_passes(root: Path, retrain, order: list[str], run_stages, env: dict) -> int:
+    """The seed's remedy for a general-ability drop: while the general gate fails, write a lower GRPO learning
+    rate and a higher beta into params.yaml and rerun grpo and every stage after it; at most
+    general.retrain.max_attempts times, then stop naming the suite. Returns how many retrains it took."""
+    from rubricrl.general.retrain import ATTEMPT_ENV, GeneralGateError, gate_failures, lower_grpo
+
+    for attempt in range(retrain.max_attempts + 1):
+        failures = gate_failures(root / "metrics/general.json")
+        if not failures:
+            return attempt
+        if attempt == retrain.max_attempts:
+            raise GeneralGateError(
+                "general gate failed" + (f" after {attempt} retrain(s) of GRPO" if attempt else "") + ":\n"
+                + "\n".join(f"  - {f}" for f in failures)
+                + "\nNothing was registered or promoted. See outputs/general/report.md; raise general.tolerance or "
+                  "general.retrain.max_attempts, or lower grpo.learning_rate by hand.")
+        change = lower_grpo(root / "params.yaml", retrain)
+        print(f"general gate failed ({'; '.join(failures)}): retraining GRPO, attempt {attempt + 1} of "
+              f"{retrain.max_attempts}: " + ", ".join(f"{k} {a:g} -> {b:g}" for k, (a, b) in change.items())
+              + " (written to params.yaml)", file=sys.stderr, flush=True)
+        env[ATTEMPT_ENV] = str(attempt + 1)
+        run_stages(order[order.index("grpo"):])
+    raise AssertionError("unreachable")
+
+
+@task(name="registry")
+def register_and_promote(project: str) -> dict:
+    """Register every trained candidate (registry.candidates) as a version, then promote through the gates.
+
+    A flow step, not a DVC stage: the registry is shared state outside the workspace (aliases move, roll
+    back, and other runs promote), so it must be consulted on every run, never skipped as "up to date"."""
+    import json
+
+    from rubricrl import registry
+    from rubricrl.config import load_params
+    from rubricrl.rubric.report import gate_failures
+
+    root = Path(project)
+    params = load_params(root / "params.yaml")
+    rubric_gate = gate_failures(json.loads((root / "outputs/rubric/report.json").read_text(encoding="utf-8")),
+                                params.rubric)
+    dirs = {"sft": root / "outputs/models/sft", "grpo": root / "outputs/grpo/model"}
+    for stage in params.registry.candidates:
+        version = registry.register(params, stage, dirs[stage], stage, rubric_gate, root=root)
+        print(f"registry: {params.registry.name} version {version} <- {stage}", file=sys.stderr, flush=True)
+    decision = registry.promote(params, report=root / registry.REPORT) if params.registry.promote else {}
+    print(final_tables(root, params, decision), file=sys.stderr, flush=True)
+    return decision
+
+
+def final_tables(root: Path, params, decision: dict) -> str:
+    """The general suites per model and the registry decision, for the end of a run."""
+    import json
+
+    from rubricrl.general.run import SUITES
+
+    lines = []
+    general = root / "metrics/general.json"
+    if general.exists():
+        models = json.loads(general.read_text(encoding="utf-8"))["models"]
+        lines += ["general suites      " + "".join(f"{m:>10}" for m in models)]
+        lines += [f"{s:<20}" + "".join(f"{models[m][s]['score']:>10.3f}" for m in models) for s in SUITES]
+    if decision:
+        verdict = "promoted to champion" if decision["promoted"] else "not promoted"
+        lines += ["", f"registry {decision['model']}: version {decision['challenger']} {verdict}; champion: "
+                  f"{decision['champion_after'] or 'none'} (was {decision['champion_before'] or 'none'})"]
+        lines += [f"  {'pass' if g['passed'] else 'FAIL'} {g['name']}: {g['detail']}" for g in decision["gates"]]
+    return "\n".join(lines)
 
 
 def dvc_push(root: Path, env: dict) -> bool:

@@ -146,10 +146,18 @@ def cmd_eval(args) -> None:
     from rubricrl.taskfile import load_tasks
 
     params = _params(args.params)
-    _model_dir(args.model)
-    scorer = build_scorer(params.scoring, rubric_path=args.rubric, policy_model=args.model)
-    out = Path(args.out or Path("outputs/eval") / Path(args.model).name)
-    metrics = evaluate_model(args.model, load_tasks(args.tasks), scorer, out, batch_size=args.batch_size,
+    model = args.model
+    if model.startswith("models:/"):  # a registry version: an HF folder made from it once (.cache/registry)
+        from rubricrl.registry import local_model_dir
+
+        model = str(local_model_dir(params, model))
+        print(f"{args.model} -> {model}", file=sys.stderr)
+    _model_dir(model)
+    scorer = build_scorer(params.scoring, rubric_path=args.rubric, policy_model=model)
+    name = args.model.removeprefix("models:/").replace("@", "_").replace("/", "_") if model != args.model \
+        else Path(model).name
+    out = Path(args.out or Path("outputs/eval") / name)
+    metrics = evaluate_model(model, load_tasks(args.tasks), scorer, out, batch_size=args.batch_size,
                              max_new_tokens=args.max_new_tokens, n_boot=params.eval.n_boot)
     print(f"{'part':<18}{'n':>5}{'reward':>9}{'95% CI':>18}{'acc':>7}{'null':>7}{'invent':>7}{'valid':>7}{'extra':>7}")
     nan = float("nan")
@@ -217,6 +225,48 @@ def cmd_pipeline_unlock(args) -> None:
     print(f"freed {taken} pipeline concurrency slot(s)" if taken else "the pipeline concurrency slot was free")
 
 
+def cmd_registry_list(args) -> None:
+    from rubricrl import registry
+
+    params = _params(args.params)
+    rows = registry.versions(params)
+    if not rows:
+        print(f"no versions of '{params.registry.name}' yet (the pipeline registers every trained candidate)")
+        return
+    print(f"{params.registry.name}:")
+    print(f"{'VERSION':<8}{'ALIASES':<22}{'STAGE':<7}{'FIELD ACC':>10}{'REWARD':>9}  DECISION")
+    for r in rows:
+        t = r["tags"]
+        print(f"{r['version']:<8}{','.join(r['aliases']) or '-':<22}{t.get('stage', '?'):<7}"
+              f"{t.get('eval.all.field_accuracy', '-'):>10}{t.get('eval.all.reward', '-'):>9}  {t.get('promotion.decision', '-')}")
+
+
+def cmd_registry_show(args) -> None:
+    from rubricrl import registry
+
+    params = _params(args.params)
+    mv = registry.resolve(params, args.ref or f"{params.registry.name}@{registry.CHAMPION}")
+    print(f"{mv.name} version {mv.version} (run {mv.run_id}, source {mv.source})")
+    for k, v in sorted(mv.tags.items()):
+        print(f"  {k}: {v}")
+
+
+def cmd_registry_promote(args) -> None:
+    from rubricrl import registry
+
+    d = registry.promote(_params(args.params), dry_run=args.dry_run)
+    print(registry.promotion_markdown(d), end="")
+    print(f"wrote {registry.REPORT}")
+
+
+def cmd_registry_rollback(args) -> None:
+    from rubricrl import registry
+
+    params = _params(args.params)
+    old, new = registry.rollback(params)
+    print(f"{params.registry.name}: champion {old} -> {new}")
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -254,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_score)
 
     ev = sub.add_parser("eval", help="greedy generations of a model on a task file, scored with the rubric")
-    ev.add_argument("--model", required=True, help="HF model folder")
+    ev.add_argument("--model", required=True, help="HF model folder, or a registry model: models:/NAME@ALIAS or models:/NAME/VERSION")
     ev.add_argument("--tasks", required=True, help="task file (JSONL) with reference answers for the gold metrics")
     ev.add_argument("--rubric", help="rubric YAML (default: params.yaml scoring.rubric)")
     ev.add_argument("--out", help="output folder (default: outputs/eval/<model folder name>)")
@@ -287,6 +337,20 @@ def build_parser() -> argparse.ArgumentParser:
     cv = c.add_parser("validate", help="validate params files against the typed sections")
     cv.add_argument("files", nargs="*", default=["params.yaml"])
     cv.set_defaults(fn=cmd_config_validate)
+
+    rg_ = sub.add_parser("registry", help="the MLflow model registry: versions, promotion through the gates, rollback"
+                         ).add_subparsers(dest="registry_cmd", required=True)
+    for name, fn, text in (("list", cmd_registry_list, "every version with its aliases, numbers and promotion decision"),
+                           ("show", cmd_registry_show, "one version's tags (lineage, eval numbers, gates)"),
+                           ("promote", cmd_registry_promote, "gate challenger against champion; move champion if all pass"),
+                           ("rollback", cmd_registry_rollback, "move champion back to the previous champion")):
+        q = rg_.add_parser(name, help=text)
+        if name == "show":
+            q.add_argument("ref", nargs="?", help="NAME, NAME@ALIAS or NAME/VERSION (default: registry.name@champion)")
+        if name == "promote":
+            q.add_argument("--dry-run", action="store_true", help="decide and report, move nothing")
+        q.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
+        q.set_defaults(fn=fn)
 
     pl = sub.add_parser("pipeline", help="run the stage graph as a Prefect flow").add_subparsers(dest="pipe_cmd", required=True)
     r = pl.add_parser("run", help="run every stage of dvc.yaml in order (up-to-date stages are skipped)")

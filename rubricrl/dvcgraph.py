@@ -135,9 +135,12 @@ def scratch_project(dst: Path, root: Path = ROOT, out_bytes: int = 64) -> Path:
     outs = {p for s in stages.values() for k in ("outs", "metrics", "plots") for p in _paths(s.get(k))}
     produced = lambda p: any(p == o or p.startswith(o.rstrip("/") + "/") for o in outs)  # noqa: E731
     for rel in ["dvc.yaml", "params.yaml"] + [d for s in stages.values() for d in _paths(s.get("deps"))]:
-        if not produced(rel):
+        if not produced(rel) and not (dst / rel).exists():
             (dst / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / rel, dst / rel)
+            if (root / rel).is_dir():  # a data folder dep (e.g. package data)
+                shutil.copytree(root / rel, dst / rel)
+            else:
+                shutil.copy2(root / rel, dst / rel)
     for rel in outs:
         path = dst / rel
         if not path.suffix:  # a folder output (a model, the eval folder)

@@ -16,6 +16,7 @@ from typing import Iterator
 from rubricrl.config import TrackingParams
 
 PARENT_ENV = "RUBRICRL_PARENT_RUN_ID"
+ATTEMPT_ENV = "RUBRICRL_ATTEMPT"  # the flow's retrain attempt after a failed general gate (0: the first run)
 
 
 def setup(cfg: TrackingParams) -> str:
@@ -117,7 +118,8 @@ def stage_run(cfg: TrackingParams, stage: str, params: dict, inputs: list = ()) 
 
     exp_id = setup(cfg)
     parent = os.environ.get(PARENT_ENV)
-    tags = {"rubricrl.stage": stage, "git.commit": git_commit(), **data_hashes(list(inputs))}
+    tags = {"rubricrl.stage": stage, "git.commit": git_commit(), "rubricrl.attempt": os.environ.get(ATTEMPT_ENV, "0"),
+            **data_hashes(list(inputs))}
     with mlflow.start_run(experiment_id=exp_id, run_name=stage, parent_run_id=parent, nested=bool(parent), tags=tags):
         mlflow.log_params(_flatten(params))
         yield Run(mlflow)

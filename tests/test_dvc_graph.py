@@ -24,8 +24,13 @@ DATA_PREFIXES = ("data/", "outputs/", "metrics/")
 ENV = {**os.environ, "DVC_NO_ANALYTICS": "1"}
 
 
+def is_package_data(path: str) -> bool:
+    """A data folder shipped inside the package (e.g. rubricrl/general/data), read by the modules beside it."""
+    return path.startswith("rubricrl/") and Path(path).name == "data" and not path.endswith(".py")
+
+
 def is_code(path: str) -> bool:
-    return path.startswith(("rubricrl/", "tasks/")) or path.endswith(".py")
+    return (path.startswith(("rubricrl/", "tasks/")) or path.endswith(".py")) and not is_package_data(path)
 
 
 def related(a: str, b: str) -> bool:
@@ -89,7 +94,9 @@ def test_data_deps_match_the_paths_the_script_names(stage):
     outs = [p for k in ("outs", "metrics", "plots") for p in _paths(spec.get(k))]
     names = path_literals(ROOT / stage_script(spec["cmd"]))
     unlisted = sorted(n for n in names if not any(related(n, p) for p in data_deps + outs))
-    unused = sorted(d for d in data_deps if not any(related(d, n) for n in names))
+    code = closure(stage_script(spec["cmd"]), ROOT)
+    unused = sorted(d for d in data_deps if not any(related(d, n) for n in names)
+                    and not (is_package_data(d) and any(c.startswith(str(Path(d).parent) + "/") for c in code)))
     assert not unlisted, f"stage '{stage}': the script names {unlisted}, neither a dep nor an output"
     assert not unused, f"stage '{stage}': data deps {unused} are named nowhere in its script"
 
@@ -206,7 +213,9 @@ CHANGES = [  # (what changes, the only stages `dvc status` may report)
     ("param:scoring.judge=openai", {"rubric", "grpo", "eval_task"}),
     ("param:tracking.uri=sqlite:////tmp/elsewhere.db", set()),
     ("code:rubricrl/train/monitor.py", {"grpo"}),
-    ("code:rubricrl/evals/paired.py", {"eval_task"}),
+    ("code:rubricrl/evals/paired.py", {"eval_task", "eval_general"}),
+    ("code:rubricrl/general/qa.py", {"eval_general"}),
+    ("param:general.tolerance.qa=0.2", {"eval_general"}),
     ("code:rubricrl/data/domains/news.py", {"data"}),
 ]
 
