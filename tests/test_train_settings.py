@@ -51,3 +51,47 @@ def test_grpo_rows_mix_general_prompts_and_leave_out_long_ones(tmp_path):
     assert rows == [] and skipped == ["t1", "t2", "t3"]
     assert len(GENERAL_INSTRUCTIONS) >= 40 and any(any("\u4e00" <= ch <= "\u9fff" for ch in g)
                                                     for g in GENERAL_INSTRUCTIONS)
+
+
+def test_every_other_general_row_carries_a_verifiable_constraint_checked_by_ifeval():
+    import json
+
+    from rubricrl.train.general import CONSTRAINTS, general_rows
+    from rubricrl.train.reward_mix import if_passed
+
+    rows = general_rows(10, seed=0)
+    checked = [r for r in rows if r["check"]]
+    assert len(checked) == 5 and all(":if" in r["task_id"] for r in checked)
+    assert all(not r["check"] and ":if" not in r["task_id"] for r in rows[::2])
+    for lang, options in CONSTRAINTS.items():
+        for text, instruction, kwargs in options:  # each constraint builds a working checker
+            check = json.dumps({"instruction_id_list": [instruction], "kwargs": [kwargs]})
+            assert if_passed(check, "") is False
+    lower = json.dumps({"instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]})
+    assert if_passed(lower, "the sky looks blue because air scatters short blue light more than red light")
+    assert not if_passed(lower, "The sky looks Blue because air scatters short blue light more than red light")
+    end = json.dumps({"instruction_id_list": ["startend:end_checker"], "kwargs": [{"end_phrase": "还有其他问题吗？"}]},
+                     ensure_ascii=False)
+    assert if_passed(end, "长城是中国古代的防御工程。还有其他问题吗？") and not if_passed(end, "长城是中国古代的防御工程。")
+
+
+def test_general_rows_get_the_check_as_reward_or_a_constant_medium():
+    import json
+
+    from rubricrl.train.reward_mix import TrainingReward
+    from tests.train_helpers import rubric_reward
+
+    mix = TrainingReward(rubric_reward())
+    lower = json.dumps({"instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]})
+    completions = [[{"role": "assistant", "content": t}] for t in (
+        "water evaporates from the sea, forms clouds and falls again as rain",
+        "Water evaporates from the Sea, forms Clouds and falls again as Rain", "anything", "Anything")]
+    columns = {"task_id": ["general:14:if0", "general:14:if0", "general:3", "general:3"],
+               "check": [lower, lower, "", ""]}
+    per_func = [f(prompts=[None] * 4, completions=completions, **columns) for f in mix.funcs]
+    totals = [sum(w * c[i] for w, c in zip(mix.weights, per_func)) for i in range(4)]
+    rubric = mix.reward.scorer.rubric
+    top = sum(c.weight * c.range[1] for c in rubric.criteria)
+    bottom = sum(c.weight * c.range[0] for c in rubric.criteria)
+    assert totals[0] == pytest.approx(top) and totals[1] == pytest.approx(bottom)
+    assert totals[2] == totals[3] == pytest.approx((top + bottom) / 2)  # constant: zero advantage in its group

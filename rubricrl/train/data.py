@@ -19,7 +19,8 @@ def token_count(tokenizer, messages: list[dict], add_generation_prompt: bool) ->
 
 def grpo_rows(tasks: list[Task], tokenizer, max_prompt_length: int, general_share: float,
               seed: int) -> tuple[list[dict], list[str]]:
-    """Rows with `prompt` (chat messages) and `task_id`, general rows mixed in, and the ids left out as too long.
+    """Rows with `prompt` (chat messages), `task_id` and `check` (a general row's verifiable constraint, else ""),
+    general rows mixed in, and the ids left out as too long.
 
     TRL 1.16 has no max_prompt_length, so over-long prompts are left out here instead of being cut
     (a cut prompt loses its schema or its text).
@@ -30,7 +31,7 @@ def grpo_rows(tasks: list[Task], tokenizer, max_prompt_length: int, general_shar
         if token_count(tokenizer, messages, True) > max_prompt_length:
             skipped.append(t.id)
         else:
-            rows.append({"prompt": messages, "task_id": t.id})
+            rows.append({"prompt": messages, "task_id": t.id, "check": ""})
     if skipped:
         log.warning("left out %d task(s) whose prompt exceeds %d tokens: %s", len(skipped), max_prompt_length,
                     ", ".join(skipped[:10]) + (" ..." if len(skipped) > 10 else ""))

@@ -1,10 +1,17 @@
 """General instructions mixed into GRPO so the policy keeps its general skills (the seed's 10%).
 
-They carry no rubric: `rubricrl.train.reward_mix` gives them a fixed medium reward.
+They carry no rubric. Every other general row is made verifiable: one instruction-following constraint
+(lowercase, no commas, an exact closing phrase, a postscript, a <<title>>, ...) is appended, and
+`rubricrl.train.reward_mix` rewards it with IFEval's checker for that constraint (if-verifiable), so
+those prompts give GRPO a real signal. The other rows keep the seed's fixed medium reward: a constant
+reward gives every completion of the group the same advantage (zero), so they act only through the KL
+term. The constraints are written here, apart from the eval_general IF prompts, so training never sees
+an eval prompt.
 """
 
 from __future__ import annotations
 
+import json
 import random
 
 GENERAL_PREFIX = "general:"
@@ -53,15 +60,42 @@ GENERAL_INSTRUCTIONS = [
 ]
 
 
+# (text appended to the instruction, IFEval instruction id, its kwargs), per language of the instruction.
+CONSTRAINTS = {
+    "en": [(" Answer in lowercase letters only, with no capital letters.", "change_case:english_lowercase", {}),
+           (" Do not use any commas in your answer.", "punctuation:no_comma", {}),
+           (" End your answer with the exact phrase 'Any other questions?'", "startend:end_checker",
+            {"end_phrase": "Any other questions?"}),
+           (" At the end, add a postscript starting with P.S.", "detectable_content:postscript",
+            {"postscript_marker": "P.S."}),
+           (" Give your answer a title wrapped in double angular brackets, like <<title>>.",
+            "detectable_format:title", {})],
+    "zh": [("请在回答的最后加上一段以 P.S. 开头的附言。", "detectable_content:postscript", {"postscript_marker": "P.S."}),
+           ("请用“还有其他问题吗？”这句话结束你的回答。", "startend:end_checker", {"end_phrase": "还有其他问题吗？"}),
+           ("请给回答加一个用双尖括号括起来的标题，例如 <<标题>>。", "detectable_format:title", {})],
+}
+
+
+def _lang(text: str) -> str:
+    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+
+
 def general_rows(n: int, seed: int) -> list[dict]:
-    """`n` training rows (prompt messages + task_id) cycling through the instructions in a seeded order."""
+    """`n` training rows (prompt messages, task_id, check) cycling through the instructions in a seeded order;
+    every other row carries a verifiable constraint, `check` = JSON {"instruction_id_list", "kwargs"} ("" if none)."""
     order = list(range(len(GENERAL_INSTRUCTIONS)))
     random.Random(seed).shuffle(order)
     rows = []
     for k in range(n):
         i = order[k % len(order)]
-        rows.append({"prompt": [{"role": "user", "content": GENERAL_INSTRUCTIONS[i]}],
-                     "task_id": f"{GENERAL_PREFIX}{i}"})
+        text, check, task_id = GENERAL_INSTRUCTIONS[i], "", f"{GENERAL_PREFIX}{i}"
+        if k % 2:
+            options = CONSTRAINTS[_lang(text)]
+            j = (k // 2) % len(options)
+            extra, instruction, kwargs = options[j]
+            text, task_id = text + extra, f"{task_id}:if{j}"
+            check = json.dumps({"instruction_id_list": [instruction], "kwargs": [kwargs]}, ensure_ascii=False)
+        rows.append({"prompt": [{"role": "user", "content": text}], "task_id": task_id, "check": check})
     return rows
 
 

@@ -1,16 +1,21 @@
-"""The reward functions GRPO gets: the rubric's per-criterion functions, general rows held at a medium score.
+"""The reward functions GRPO gets: the rubric's per-criterion functions; general rows checked or held medium.
 
 Each component function keeps its criterion's name, so TRL still logs `rewards/<criterion>/mean` and
-the weighted sum is still the total. Rows whose task_id starts with "general:" are not scored: every
-criterion gets the midpoint of its range and every penalty 0, so their total is the midpoint of the
-rubric's range (7.5 of 15 for json_extraction). A whole group gets the same value, so its
-group-relative advantage is 0: general prompts shape the policy only through the KL term, which is
-what keeps general skills close to the reference. The logged criterion means include these medium
-values; `rubric/task_reward` (TRL logs it next to them) is the mean total over real tasks only.
+the weighted sum is still the total. Rows whose task_id starts with "general:" are not scored by the
+rubric:
+- a row with a verifiable constraint (`check`, rubricrl.train.general) gets every criterion at the top of
+  its range when IFEval's checker passes the completion and at the bottom when it fails (penalties 0),
+  so its group is ranked by whether each completion followed the instruction;
+- the others get every criterion's midpoint (total 7.5 of 15 for json_extraction). A whole group gets
+  the same value, so its group-relative advantage is 0: such prompts shape the policy only through the
+  KL term, which is what keeps general skills close to the reference.
+The logged criterion means include these values; `rubric/task_reward` (TRL logs it next to them) is the
+mean total over real tasks only, and `rubric/general_if_pass` the pass rate of the checked general rows.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 from rubricrl.rubric.reward import RubricReward, completion_text
@@ -23,17 +28,28 @@ class TrainingReward:
         rubric = reward.scorer.rubric
         medium = {c.id: (c.range[0] + c.range[1]) / 2 for c in rubric.criteria}
         medium.update({p.id: 0.0 for p in rubric.penalties})
+        # (when the check fails, when it passes) per component
+        checked = {c.id: (c.range[0], c.range[1]) for c in rubric.criteria}
+        checked.update({p.id: (0.0, 0.0) for p in rubric.penalties})
         funcs, self.weights = reward.component_funcs()
-        self.funcs: list[Callable] = [self._wrap(f, medium[f.__name__], first=i == 0) for i, f in enumerate(funcs)]
+        self.funcs: list[Callable] = [self._wrap(f, medium[f.__name__], checked[f.__name__], first=i == 0)
+                                      for i, f in enumerate(funcs)]
         self._last_ids: list[str] = []
         self._last_texts: list[str] = []
 
-    def _wrap(self, func: Callable, medium: float, first: bool) -> Callable:
+    def _wrap(self, func: Callable, medium: float, checked: tuple[float, float], first: bool) -> Callable:
         def component(prompts=None, completions=None, **columns) -> list[float]:
             ids = [str(t) for t in columns["task_id"]]
             n = len(ids)
             keep = [i for i, t in enumerate(ids) if not t.startswith(GENERAL_PREFIX)]
             out = [medium] * n
+            checks = columns.get("check") or [""] * n
+            passes = {i: if_passed(checks[i], completion_text(completions[i])) for i in range(n)
+                      if i not in keep and checks[i]}
+            for i, ok in passes.items():
+                out[i] = checked[ok]
+            if first and passes and "log_metric" in columns:
+                columns["log_metric"]("rubric/general_if_pass", sum(passes.values()) / len(passes))
             if keep:
                 # Per-row columns are cut down to the task rows; TRL's extras (trainer_state, log_metric) pass as is.
                 sub = {k: [v[i] for i in keep] if isinstance(v, list) and len(v) == n else v
@@ -64,3 +80,12 @@ class TrainingReward:
                 row[f"{c.id}.reason"] = c.reason
             rows.append(row)
         return rows
+
+
+def if_passed(check: str, response: str) -> bool:
+    """IFEval's strict verdict (if-verifiable) on a general row's constraint (`check`: JSON from general_rows)."""
+    from rubricrl.general import ifeval
+
+    spec = json.loads(check)
+    item = {"id": "general", "prompt": "", "instruction_id_list": spec["instruction_id_list"], "kwargs": spec["kwargs"]}
+    return ifeval.score(item, response)["score"] == 1.0
