@@ -139,6 +139,22 @@ class GeneralParams(Section):
         return v
 
 
+class ExportParams(Section):
+    """export: GGUF (and later GPTQ) artifacts of the trained policy, each verified by reloading and scoring."""
+
+    sources: list[Literal["grpo"]] = ["grpo"]  # models to export (outputs of their stages)
+    gguf: list[Literal["q8_0", "q4_k_m"]] = ["q8_0", "q4_k_m"]  # quantizations of the F16 conversion
+    n_tasks: int = Field(8, ge=1)  # verification: the first N tasks of the eval's test slice
+    max_new_tokens: int = Field(200, ge=8)
+    speed_tasks: int = Field(3, ge=1)  # tokens/s of artifact vs HF fp32, one prompt at a time, same prompts
+    speed_tokens: int = Field(64, ge=8)
+    serve_check: bool = True  # llama_cpp.server on the Q4_K_M file + the openai client, one task
+    # Retention goals (artifact / source strict field accuracy); a miss is reported, and blocks promotion
+    # only with gate_on_retention (a few CPU tasks make the ratio noisy; production gates on it).
+    goals: dict[Literal["q8_0", "q4_k_m"], float] = {"q8_0": 0.99, "q4_k_m": 0.95}
+    gate_on_retention: bool = False
+
+
 class RegistryParams(Section):
     """The MLflow model registry: one registered model, aliases `challenger` and `champion`."""
 
@@ -208,6 +224,7 @@ class Params(Section):
     grpo: GRPOSettings = GRPOSettings()
     eval: EvalParams = EvalParams()
     general: GeneralParams = GeneralParams()
+    export: ExportParams = ExportParams()
     registry: RegistryParams = RegistryParams()
     policy: PolicyParams = PolicyParams()
     tracking: TrackingParams = TrackingParams()

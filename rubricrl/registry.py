@@ -118,6 +118,23 @@ def eval_tags(name: str, eval_metrics: dict, general: dict | None) -> dict[str, 
     return {k: "none" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v)) for k, v in tags.items()}
 
 
+def export_tags(name: str, metrics: Path) -> dict[str, str]:
+    """export.<kind>.{verified,retention,size_mb,tokens_per_s,artifact} of the candidate's exports (metrics/export.json)."""
+    if not metrics.exists():
+        return {}
+    tags = {}
+    for kind, a in (json.loads(metrics.read_text(encoding="utf-8")).get(name) or {}).get("artifacts", {}).items():
+        tags[f"export.{kind}.verified"] = "true" if a.get("verified") else "false"
+        tags[f"export.{kind}.artifact"] = a.get("artifact", "")
+        if a.get("verified"):
+            tags[f"export.{kind}.retention"] = str((a.get("retention") or {}).get("field_accuracy"))
+            tags[f"export.{kind}.size_mb"] = str(a.get("size_mb"))
+            tags[f"export.{kind}.tokens_per_s"] = f"{a.get('tokens_per_s', 0):.1f}"
+        else:
+            tags[f"export.{kind}.error"] = str(a.get("error", ""))[:500]
+    return tags
+
+
 def register(params, stage: str, model_dir: str | Path, eval_name: str, rubric_gate: list[str],
              root: str | Path = ".") -> str:
     """Register the candidate at `model_dir` (made by `stage`); move `challenger` to it. Returns its version.
@@ -142,6 +159,7 @@ def register(params, stage: str, model_dir: str | Path, eval_name: str, rubric_g
         "eval.test_md5": tracking.file_md5(root / "data/test.jsonl"),
         **{f"dvc.md5.{rel}": tracking.file_md5(root / rel) for rel in LINEAGE if (root / rel).exists()},
         **eval_tags(eval_name, json.loads((root / "metrics/eval.json").read_text(encoding="utf-8")), general),
+        **export_tags(eval_name, root / "metrics/export.json"),
     }
     with registry_lock(cfg):
         found = c.search_model_versions(f"name = '{name}' and tags.`model.md5` = '{md5}'") \

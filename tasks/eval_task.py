@@ -44,23 +44,9 @@ def summary_rows(summary: dict) -> list[dict]:
     return rows
 
 
-def test_slice(tasks, max_per_part):
-    """The first N tasks of each part, so in-domain and held-out parts stay balanced on CPU."""
-    if max_per_part is None:
-        return tasks
-    seen: dict[str, int] = {}
-    out = []
-    for t in tasks:
-        part = t.meta.get("part", "all")
-        if seen.get(part, 0) < max_per_part:
-            seen[part] = seen.get(part, 0) + 1
-            out.append(t)
-    return out
-
-
 def main() -> None:
     from rubricrl.evals.compare import comparison_markdown, paired_comparisons
-    from rubricrl.evals.task_eval import evaluate_model
+    from rubricrl.evals.task_eval import evaluate_model, test_slice
 
     params = load_params()
     cfg = params.eval

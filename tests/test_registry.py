@@ -197,3 +197,17 @@ def test_cli_lists_shows_promotes_rolls_back_and_evaluates_the_champion(project,
           "--max-new-tokens", "8", *params])
     assert (project / "outputs/eval/rubricrl-extractor_champion/metrics.json").exists()
     assert (project / ".cache/registry/rubricrl-extractor" / first / "config.json").exists()
+
+
+def test_a_failed_export_verification_blocks_promotion_and_names_the_artifact(project):
+    (project / "metrics/export.json").write_text(json.dumps({"grpo": {"artifacts": {
+        "q8_0": {"artifact": "outputs/export/grpo/model-q8_0.gguf", "verified": True, "size_mb": 138.0,
+                 "retention": {"field_accuracy": 1.0}, "tokens_per_s": 60.0},
+        "q4_k_m": {"artifact": "outputs/export/grpo/model-q4_k_m.gguf", "verified": False,
+                   "error": "outputs/export/grpo/model-q4_k_m.gguf: verification failed: unreadable GGUF"}}}}))
+    v = register(project, "grpo")
+    params = load_params(project / "params.yaml")
+    assert registry.resolve(params, f"rubricrl-extractor/{v}").tags["export.q8_0.retention"] == "1.0"
+    d = registry.promote(params)
+    exports = next(g for g in d["gates"] if g["name"] == "exports")
+    assert not d["promoted"] and not exports["passed"] and exports["detail"] == "failed verification: q4_k_m"

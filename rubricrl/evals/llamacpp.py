@@ -129,9 +129,12 @@ def load(gguf: str | Path, threads: int, n_ctx: int, seed: int = 0):
 
 def generate(model_dir: str | Path, tasks: Sequence[Task], max_new_tokens: int, threads: int, k: int = 1,
              temperature: float = 0.0, top_p: float = 1.0, seed: int = 0,
-             desc: str | None = None, outtype: str = "f16") -> tuple[list[list[str]], int, int, float]:
+             desc: str | None = None, outtype: str = "f16",
+             gguf: str | Path | None = None) -> tuple[list[list[str]], int, int, float]:
     """k completions per task (greedy when temperature is 0), in input order.
 
+    `gguf`: decode this file (e.g. a quantized export of `model_dir`) instead of the cached `outtype` conversion;
+    `model_dir` still gives the tokenizer, chat template and end tokens.
     Returns (texts, new tokens, truncated, generation seconds without conversion and loading)."""
     from tqdm import tqdm
     from transformers import AutoTokenizer
@@ -142,7 +145,9 @@ def generate(model_dir: str | Path, tasks: Sequence[Task], max_new_tokens: int, 
     ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in prompt_texts(tokenizer, tasks)]
     eos = _eos_ids(model_dir, tokenizer)
     n_ctx = max((len(i) for i in ids), default=0) + max_new_tokens + 8
-    llm = load(gguf_for(model_dir, outtype), threads, n_ctx, seed)
+    if gguf is not None:
+        check_gguf(Path(gguf))
+    llm = load(gguf or gguf_for(model_dir, outtype), threads, n_ctx, seed)
     out: list[list[str]] = []
     new_tokens = truncated = 0
     bar = tqdm(total=len(ids) * k, desc=desc, unit="answer", mininterval=5, disable=not desc)

@@ -24,6 +24,20 @@ PART_ORDER = ("in_domain", "held_out_domain", "val", "train")
 NO_PART = "unspecified"  # tasks whose meta has no "part"
 
 
+def test_slice(tasks: Sequence[Task], max_per_part: int | None) -> list[Task]:
+    """The first N tasks of each part, so in-domain and held-out parts stay balanced on CPU."""
+    if max_per_part is None:
+        return list(tasks)
+    seen: dict[str, int] = {}
+    out = []
+    for t in tasks:
+        part = t.meta.get("part", "all")
+        if seen.get(part, 0) < max_per_part:
+            seen[part] = seen.get(part, 0) + 1
+            out.append(t)
+    return out
+
+
 def task_part(task: Task) -> str:
     part = task.meta.get("part")
     return str(part) if part else NO_PART

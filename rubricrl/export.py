@@ -1,0 +1,163 @@
+"""Quantized exports of a trained model, each verified by reloading it and scoring its answers.
+
+GGUF (llama.cpp): the HF folder -> F16 GGUF with llama.cpp's own converter (rubricrl.evals.llamacpp, from the
+pinned sdist that `make setup` unpacks; cached by content hash), then Q8_0 and Q4_K_M with llama.cpp's
+quantizer (`llama_cpp.llama_model_quantize`). An artifact is *verified* when it reloads (magic and header
+parsed by gguf, then llama.cpp loads it: a truncated or foreign file fails with its name) and answers the
+verification tasks (the first `export.n_tasks` tasks of the eval's test slice) through the same chat
+template, tokenizer and greedy decoding as the eval. Each verified artifact reports size on disk, strict
+field accuracy and rubric reward, and their *retention*: artifact / source model on the same tasks (the
+source's answers come from the eval_task stage, so nothing is generated twice). Speed: generated tokens
+per second of the artifact and of the source in HF fp32, one prompt at a time, on the same prompts
+(`export.speed_tasks`), side by side in one run.
+
+The serve check starts `python -m llama_cpp.server` on the Q4_K_M file on a loopback port; the `openai`
+client sends a test task with the task's schema as `response_format` (`json_object` + schema: the server
+rejects `json_schema`), and the answer is scored by the rubric.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+from rubricrl.errors import RubricRLError
+from rubricrl.evals import llamacpp
+from rubricrl.taskfile import Task
+
+QUANTS = {"q8_0": 7, "q4_k_m": 15}  # llama_ftype: LLAMA_FTYPE_MOSTLY_Q8_0, LLAMA_FTYPE_MOSTLY_Q4_K_M
+
+
+class ExportError(RubricRLError):
+    """An export could not be made or did not verify; the message names the artifact."""
+
+
+def quantize(f16: str | Path, out: str | Path, kind: str, threads: int = 0) -> Path:
+    """F16 GGUF -> `kind` (q8_0, q4_k_m) with llama.cpp's quantizer; written atomically."""
+    import llama_cpp
+
+    if kind not in QUANTS:
+        raise ExportError(f"unknown GGUF quantization '{kind}' (known: {', '.join(QUANTS)})")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype, params.nthread = QUANTS[kind], threads
+    try:
+        rc = llama_cpp.llama_model_quantize(str(f16).encode(), str(tmp).encode(), ctypes.byref(params))
+        if rc != 0:
+            raise ExportError(f"{out}: llama_model_quantize({f16}, {kind}) failed (return code {rc})")
+        llamacpp.check_gguf(tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def strict_and_reward(tasks: Sequence[Task], responses: Sequence[str], scorer) -> dict:
+    """Strict field accuracy and mean rubric reward of answers to `tasks` (per-task rows included)."""
+    from rubricrl.evals.strict import strict_counts
+
+    rows = []
+    for t, r in zip(tasks, responses, strict=True):
+        c = strict_counts(t, r)
+        rows.append({"id": t.id, "right": c.right, "fields": c.fields, "null_for_present": c.null_for_present,
+                     "present": c.present, "reward": scorer.score(t, r).total})
+    fields = sum(r["fields"] for r in rows)
+    return {"n": len(rows), "field_accuracy": sum(r["right"] for r in rows) / fields if fields else None,
+            "reward": sum(r["reward"] for r in rows) / len(rows) if rows else None, "rows": rows}
+
+
+def verify_gguf(path: str | Path, model_dir: str | Path, tasks: Sequence[Task], scorer, max_new_tokens: int,
+                threads: int) -> dict:
+    """Reload a GGUF and score its greedy answers; raises ExportError naming the file when it does not load."""
+    path = Path(path)
+    try:
+        out, new_tokens, truncated, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, gguf=path)
+    except (llamacpp.EngineError, ValueError, OSError) as err:  # llama.cpp raises ValueError on a bad file
+        raise ExportError(f"{path}: verification failed: {err}") from None
+    scored = strict_and_reward(tasks, [o[0] for o in out], scorer)
+    return {"artifact": str(path), "size_mb": round(path.stat().st_size / 2**20, 1), "verified": True,
+            "truncated": truncated, "tokens": new_tokens, "seconds": round(seconds, 2), **scored}
+
+
+def tokens_per_s_hf(model_dir: str | Path, tasks: Sequence[Task], max_new_tokens: int, threads: int) -> float:
+    """HF fp32 greedy, one prompt at a time: generated tokens per second (loading excluded)."""
+    from rubricrl.evals.generate import generate_with_stats
+
+    _, stats = generate_with_stats(model_dir, tasks, batch_size=1, max_new_tokens=max_new_tokens, threads=threads,
+                                   device="cpu", precision="fp32", desc=None)
+    return stats.tokens_per_s
+
+
+def tokens_per_s_gguf(path: str | Path, model_dir: str | Path, tasks: Sequence[Task], max_new_tokens: int,
+                      threads: int) -> float:
+    _, new_tokens, _, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, gguf=path)
+    return new_tokens / seconds if seconds > 0 else 0.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_check(gguf: str | Path, task: Task, scorer, max_tokens: int = 256, timeout_s: float = 120.0) -> dict:
+    """Serve `gguf` with llama_cpp.server on loopback, ask one task through the openai client, score the answer."""
+    import httpx
+    from openai import OpenAI
+
+    from rubricrl.prompt import task_messages
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/v1"
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "server.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
+                                     "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--verbose", "False"],
+                                    stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise ExportError(f"{gguf}: llama_cpp.server did not come up (exit {proc.poll()}): "
+                                      + log.read_text(errors="replace")[-800:])
+                try:
+                    httpx.get(f"{base}/models", timeout=2)
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.3)
+            client = OpenAI(base_url=base, api_key="none", timeout=timeout_s, max_retries=1)
+            start = time.perf_counter()
+            reply = client.chat.completions.create(
+                model=Path(gguf).name, messages=task_messages(task), temperature=0.0, max_tokens=max_tokens,
+                response_format={"type": "json_object", "schema": task.schema})
+            seconds = time.perf_counter() - start
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    answer = reply.choices[0].message.content or ""
+    scored = strict_and_reward([task], [answer], scorer)
+    return {"artifact": str(gguf), "task": task.id, "answer": answer, "seconds": round(seconds, 2),
+            "reward": scored["reward"], "field_accuracy": scored["field_accuracy"]}
+
+
+def retention(artifact: dict, source: dict) -> dict:
+    """artifact / source for strict field accuracy and reward (None where the source's value is 0 or missing)."""
+    def ratio(key):
+        a, b = artifact.get(key), source.get(key)
+        return None if a is None or not b else round(a / b, 4)
+
+    return {"field_accuracy": ratio("field_accuracy"), "reward": ratio("reward")}
