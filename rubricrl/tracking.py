@@ -117,7 +117,8 @@ def stage_run(cfg: TrackingParams, stage: str, params: dict, inputs: list = ()) 
     import mlflow
 
     exp_id = setup(cfg)
-    parent = os.environ.get(PARENT_ENV)
+    active = mlflow.active_run()  # in the flow's own process (the registry step): nest under its pipeline run
+    parent = os.environ.get(PARENT_ENV) or (active.info.run_id if active else None)
     tags = {"rubricrl.stage": stage, "git.commit": git_commit(), "rubricrl.attempt": os.environ.get(ATTEMPT_ENV, "0"),
             **data_hashes(list(inputs))}
     with mlflow.start_run(experiment_id=exp_id, run_name=stage, parent_run_id=parent, nested=bool(parent), tags=tags):

@@ -211,3 +211,16 @@ def test_a_failed_export_verification_blocks_promotion_and_names_the_artifact(pr
     d = registry.promote(params)
     exports = next(g for g in d["gates"] if g["name"] == "exports")
     assert not d["promoted"] and not exports["passed"] and exports["detail"] == "failed verification: q4_k_m"
+
+
+def test_registering_inside_the_pipeline_run_nests_under_it(project):
+    import mlflow
+
+    from rubricrl import tracking
+
+    params = load_params(project / "params.yaml")
+    with mlflow.start_run(experiment_id=tracking.setup(params.tracking), run_name="pipeline") as parent:
+        v = register(project, "grpo")
+    mv = registry.resolve(params, f"rubricrl-extractor/{v}")
+    run = registry.client(params.tracking).get_run(mv.tags["registering_run"])
+    assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
