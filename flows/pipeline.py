@@ -128,12 +128,32 @@ def run_stage(stage: str, force: bool, env: dict, project: str = str(ROOT)) -> N
     SUMMARY.append({"stage": stage, "outcome": "up to date" if skipped else "ran", "seconds": seconds})
 
 
-def summary_table(rows: list[dict]) -> str:
-    """The stages of a run with how each ended and its wall time."""
+def summary_table(rows: list[dict], steal: float | None = None) -> str:
+    """The stages of a run with how each ended and its wall time (and the CPU time the host took, if known)."""
     lines = [f"{'stage':<16}{'outcome':<12}{'wall':>10}", "-" * 38]
     lines += [f"{r['stage']:<16}{r['outcome']:<12}{r['seconds'] / 60:>7.1f} min" for r in rows]
     lines += ["-" * 38, f"{'total':<28}{sum(r['seconds'] for r in rows) / 60:>7.1f} min"]
+    if steal is not None:
+        lines.append(f"cpu steal: {steal:.0%} of the CPU time went to other machines on this host (wall times "
+                     f"on a shared VM run long by about that much)")
     return "\n".join(lines)
+
+
+def cpu_times() -> list[int] | None:
+    """The aggregate CPU line of /proc/stat (Linux), or None."""
+    try:
+        return [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+
+
+def steal_share(before: list[int] | None, after: list[int] | None) -> float | None:
+    """Share of all CPU time between two /proc/stat readings that the hypervisor gave to others (steal)."""
+    if not before or not after or len(before) < 8:
+        return None
+    delta = [b - a for a, b in zip(before, after)]
+    total = sum(delta[:8])
+    return delta[7] / total if total > 0 else None
 
 
 def stage_task(network: bool):
@@ -209,11 +229,10 @@ def pipeline(stages: list[str] | None = None, force: bool = False, force_stages:
             if run:
                 env[tracking.PARENT_ENV] = run.info.run_id
 
-            def run_stages(names: list[str], forced: bool = False) -> None:
+            def run_stages(names: list[str]) -> None:
                 for stage in names:
                     try:
-                        stage_task(stage in network)(stage, forced or force or stage in (force_stages or []), env,
-                                                     str(root))
+                        stage_task(stage in network)(stage, force or stage in (force_stages or []), env, str(root))
                     except BaseException as err:
                         fail(stage, err)
                         raise
@@ -233,7 +252,11 @@ def pipeline(stages: list[str] | None = None, force: bool = False, force_stages:
                 if run:
                     mlflow.set_tag("rubricrl.general_retrains", retrains)
             if not stages and params.registry.candidates:
-                register_and_promote(str(root))
+                try:
+                    register_and_promote(str(root))
+                except BaseException as err:
+                    fail("registry", err)
+                    raise
             lock = root / "dvc.lock"
             if run and lock.exists():
                 mlflow.log_artifact(str(lock))
@@ -339,11 +362,12 @@ def run_pipeline(stages: list[str] | None = None, force: bool = False) -> list[s
 
     load_params(ROOT / "params.yaml")  # a bad key stops here, before Prefect or any stage starts
     SUMMARY.clear()
+    before = cpu_times()
     try:
         return pipeline(stages=stages, force=force)
     finally:
         if SUMMARY:
-            print(summary_table(SUMMARY), file=sys.stderr)
+            print(summary_table(SUMMARY, steal_share(before, cpu_times())), file=sys.stderr)
 
 
 # --- scheduled and retriggered runs -------------------------------------------------------------------

@@ -115,9 +115,9 @@ class GeneralParams(Section):
     """eval_general: base, SFT and GRPO on general suites; the gate is each suite's drop vs base."""
 
     sizes: SuiteSizes = SuiteSizes()
+    engine: Engine = "transformers"  # greedy replies: transformers batches, or llama.cpp one prompt at a time (F16 GGUF)
     batch_size: int = Field(8, ge=1)
-    max_new_tokens: int = Field(200, ge=8)  # instruction following and QA replies
-    code_max_new_tokens: int = Field(256, ge=8)  # HumanEval completions
+    max_new_tokens: dict[Literal["ifeval", "humaneval", "qa"], int] = {"ifeval": 200, "humaneval": 256, "qa": 64}
     code_timeout_s: float = Field(5.0, gt=0)  # per program, in the sandbox
     perplexity_max_tokens: int = Field(256, ge=8)
     n_boot: int = Field(1000, ge=100)
@@ -125,8 +125,19 @@ class GeneralParams(Section):
     # judged on the mean per-paragraph negative log-likelihood in nats (0.1 nats ~ +10.5% perplexity).
     tolerance: dict[Literal["ifeval", "humaneval", "qa", "perplexity"], float] = {
         "ifeval": 0.10, "humaneval": 0.10, "qa": 0.10, "perplexity": 0.10}
-    gated: list[str] = ["grpo"]  # models the gate judges (the ones that would be promoted)
+    gated: list[Literal["sft", "grpo"]] = ["grpo"]  # a failure of these makes the flow retrain GRPO (every model's
+    # verdict is recorded, and the registry's general gate reads it)
     retrain: GeneralRetrain = GeneralRetrain()
+
+    @field_validator("max_new_tokens")
+    @classmethod
+    def _every_generation_suite(cls, v: dict) -> dict:
+        missing = {"ifeval", "humaneval", "qa"} - set(v)
+        if missing:
+            raise ValueError(f"missing suite(s): {', '.join(sorted(missing))}")
+        if any(x < 8 for x in v.values()):
+            raise ValueError("every suite needs at least 8 new tokens")
+        return v
 
     @field_validator("tolerance")
     @classmethod
@@ -137,6 +148,31 @@ class GeneralParams(Section):
         if any(x < 0 for x in v.values()):
             raise ValueError("tolerances must be >= 0")
         return v
+
+
+class DistillParams(Section):
+    """distill: the GRPO policy (teacher) into a smaller student with TRL's GKD on the hardest prompts."""
+
+    student: str = "layers"  # "layers": the teacher's own layers (student_layers of them); else a model id/path
+    student_layers: int = Field(14, ge=1)  # CPU: 14 of SmolLM2's 30 layers (~58% of its parameters)
+    pool: int = Field(16, ge=1)  # candidate training prompts (the last N of the train split), teacher answers cached
+    n_prompts: int = Field(8, ge=1)  # the hardest of them (highest KL(teacher || student) on the teacher's answer)
+    steps: int = Field(8, ge=1)
+    batch_size: int = Field(2, ge=1)
+    learning_rate: float = Field(5e-5, gt=0)
+    lmbda: float = Field(0.0, ge=0, le=1)  # on-policy fraction (student samples); CPU 0: student generation is slow
+    beta: float = Field(0.5, ge=0, le=1)  # generalized JSD: 0 = forward KL, 1 = reverse KL
+    temperature: float = Field(0.9, gt=0)
+    max_new_tokens: int = Field(160, ge=8)  # teacher answers, and the student's on-policy samples
+    max_length: int = Field(1024, ge=64)
+    eval_tasks: int = Field(8, ge=1)  # student before/after and teacher: the first N tasks of the eval's test slice
+    batch_eval: int = Field(8, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.n_prompts > self.pool:
+            raise ValueError(f"n_prompts ({self.n_prompts}) cannot exceed pool ({self.pool})")
+        return self
 
 
 class ExportParams(Section):
@@ -224,6 +260,7 @@ class Params(Section):
     grpo: GRPOSettings = GRPOSettings()
     eval: EvalParams = EvalParams()
     general: GeneralParams = GeneralParams()
+    distill: DistillParams = DistillParams()
     export: ExportParams = ExportParams()
     registry: RegistryParams = RegistryParams()
     policy: PolicyParams = PolicyParams()

@@ -164,21 +164,22 @@ def register(params, stage: str, model_dir: str | Path, eval_name: str, rubric_g
     with registry_lock(cfg):
         found = c.search_model_versions(f"name = '{name}' and tags.`model.md5` = '{md5}'") \
             if c.search_registered_models(f"name = '{name}'") else []
-        if found:
-            version = str(max(found, key=lambda v: int(v.version)).version)
-        else:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+        # Every registration logs the eval rows it tags (a promotion pairs them); only new weights log a model.
+        with tracking.stage_run(cfg, f"register-{stage}", {"registry": params.registry.model_dump()}) as run:
+            run.log_artifact(rows, "eval")
+            tags["registering_run"] = mlflow.active_run().info.run_id
+            if found:
+                version = str(max(found, key=lambda v: int(v.version)).version)
+            else:
+                from transformers import AutoModelForCausalLM, AutoTokenizer
 
-            components = {"model": AutoModelForCausalLM.from_pretrained(str(model_dir)),
-                          "tokenizer": AutoTokenizer.from_pretrained(str(model_dir))}
-            with tracking.stage_run(cfg, f"register-{stage}", {"registry": params.registry.model_dump()}) as run:
-                run.log_artifact(rows, "eval")
+                components = {"model": AutoModelForCausalLM.from_pretrained(str(model_dir)),
+                              "tokenizer": AutoTokenizer.from_pretrained(str(model_dir))}
                 info = mlflow.transformers.log_model(
                     transformers_model=components, name="model", task="text-generation",
                     registered_model_name=name, pip_requirements=_requirements(),
                     model_card=None, await_registration_for=60)
-                tags["registering_run"] = mlflow.active_run().info.run_id
-            version = str(info.registered_model_version)
+                version = str(info.registered_model_version)
         for k, v in tags.items():
             c.set_model_version_tag(name, version, k, v)
         c.set_registered_model_alias(name, CHALLENGER, version)

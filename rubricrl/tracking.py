@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,7 +72,8 @@ class Run:
         self.mlflow = mlflow
 
     def log_metrics(self, metrics: dict) -> None:
-        self.mlflow.log_metrics({k: v for k, v in metrics.items() if v is not None})
+        """None values are left out; characters MLflow refuses in a name ('pass@1') become '_'."""
+        self.mlflow.log_metrics({re.sub(r"[^\w\-. :/]", "_", k): v for k, v in metrics.items() if v is not None})
 
     def log_dict(self, obj: dict, name: str) -> None:
         self.mlflow.log_dict(obj, name)

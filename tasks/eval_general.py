@@ -26,11 +26,11 @@ def main() -> None:
                 run.log_metrics({f"{name}.{suite}.{k}": v for k, v in results[name][suite]["summary"].items()
                                  if isinstance(v, (int, float))})
         paired = compare(results, n_boot=cfg.n_boot)
-        gates = gate(paired, cfg.tolerance, cfg.gated)
+        gates = gate(paired, cfg.tolerance, [m for m in MODELS if m != "base"])  # registry tags use every one
         write_text(OUT / "report.md", markdown(results, paired, gates, cfg.tolerance))
         write_json(METRICS, {
             "models": {m: {s: {"score": r[s]["score"], **r[s]["summary"]} for s in SUITES} for m, r in results.items()},
-            "paired": paired, "gates": gates, "tolerance": cfg.tolerance})
+            "paired": paired, "gates": gates, "gated": cfg.gated, "tolerance": cfg.tolerance})
         run.log_metrics({f"paired.{r['model']}-base.{r['suite']}": r["diff"] for r in paired})
         run.set_tags({f"gate.{m}": "passed" if g["passed"] else "failed" for m, g in gates.items()})
         run.log_artifact(OUT / "report.md", "general")

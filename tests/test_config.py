@@ -49,7 +49,7 @@ def test_unknown_and_mistyped_keys_are_named_with_line(tmp_path):
     assert f"{path}:3: data.n_trian: unknown key" in msg
     assert f"{path}:4: data.n_test:" in msg
     assert f"{path}:5: scoring:" in msg and "openai_judge: required" in msg
-    assert f"{path}: missing section(s): rubric, sft, grpo, eval, general, export, registry, policy, tracking" in msg
+    assert f"{path}: missing section(s): rubric, sft, grpo, eval, general, distill, export, registry, policy, tracking" in msg
 
 
 def test_cli_config_validate(capsys):

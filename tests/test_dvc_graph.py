@@ -210,7 +210,7 @@ CHANGES = [  # (what changes, the only stages `dvc status` may report)
     ("param:eval.n_boot=2000", {"eval_task"}),
     ("param:grpo.beta=0.04", {"grpo"}),
     ("param:grpo.temperature=0.7", {"rubric", "grpo"}),
-    ("param:scoring.judge=openai", {"rubric", "grpo", "eval_task"}),
+    ("param:scoring.judge=openai", {"rubric", "grpo", "eval_task", "distill", "export"}),
     ("param:tracking.uri=sqlite:////tmp/elsewhere.db", set()),
     ("code:rubricrl/train/monitor.py", {"grpo"}),
     ("code:rubricrl/evals/paired.py", {"eval_task", "eval_general"}),

@@ -130,7 +130,7 @@ def test_retries_only_for_stages_that_call_the_judge_endpoint():
 
     stages = fp.dvc_stages()
     production = load_params(ROOT / "configs" / "production.yaml")
-    assert fp.network_stages(production, stages) == {"rubric", "grpo", "eval_task"}
+    assert fp.network_stages(production, stages) == {"rubric", "grpo", "eval_task", "distill", "export"}
     default = load_params(ROOT / "params.yaml")
     assert default.scoring.judge == "grounded" and fp.network_stages(default, stages) == set()
     proposals = default.model_copy(update={"rubric": default.rubric.model_copy(update={"llm_proposals": True})})
@@ -241,3 +241,11 @@ def test_the_summary_table_names_each_stage_its_outcome_and_time(prefect_api, sc
                                                                  ("boom", "FAILED")]
     table = fp.summary_table(fp.SUMMARY)
     assert "up to date" in table and "FAILED" in table and table.splitlines()[-1].startswith("total")
+
+
+def test_cpu_steal_is_the_hosts_share_of_cpu_time():
+    before = [100, 0, 50, 800, 0, 0, 0, 50, 0, 0]
+    after = [300, 0, 100, 900, 0, 0, 0, 150, 0, 0]  # +200 user, +50 system, +100 idle, +100 steal
+    assert fp.steal_share(before, after) == pytest.approx(100 / 450)
+    assert fp.steal_share(None, after) is None
+    assert "cpu steal: 22%" in fp.summary_table([{"stage": "a", "outcome": "ran", "seconds": 60}], 100 / 450)

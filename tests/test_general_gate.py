@@ -11,10 +11,11 @@ from rubricrl.config import GeneralParams, load_params
 from rubricrl.general.retrain import GeneralGateError, gate_failures
 from rubricrl.general.run import SUITES, compare, evaluate, gate, markdown
 from rubricrl.models import build_tiny_model
+from tests.test_llamacpp_engine import smol_tiny  # noqa: F401  (the fixture: a tiny model llama.cpp can convert)
 
 ROOT = Path(__file__).resolve().parent.parent
-SMALL = GeneralParams(sizes={"ifeval": 4, "humaneval": 2, "qa": 4, "perplexity": 3}, max_new_tokens=12,
-                      code_max_new_tokens=12, perplexity_max_tokens=32, n_boot=200)
+SMALL = GeneralParams(sizes={"ifeval": 4, "humaneval": 2, "qa": 4, "perplexity": 3}, perplexity_max_tokens=32,
+                      max_new_tokens={"ifeval": 12, "humaneval": 12, "qa": 12}, n_boot=200)
 
 
 def test_every_suite_runs_on_a_tiny_model_and_compares_paired(tmp_path):
@@ -101,3 +102,11 @@ def test_a_passing_gate_retrains_nothing(project):
     assert retrain_until_general_passes(project, load_params(project / "params.yaml").general.retrain, ORDER,
                                         lambda names: pytest.fail("no retrain expected"), {}) == 0
     assert (project / "params.yaml").read_text() == before
+
+
+def test_the_llama_cpp_engine_gives_every_suite_too(smol_tiny, tmp_path, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("RUBRICRL_GGUF_CACHE", str(tmp_path / "gguf"))
+    cfg = SMALL.model_copy(update={"engine": "llama_cpp"})
+    out = evaluate(smol_tiny, cfg)
+    assert {s: len(out[s]["items"]) for s in SUITES} == {"ifeval": 4, "humaneval": 2, "qa": 4, "perplexity": 3}
+    assert all(isinstance(r["response"], str) for s in ("ifeval", "humaneval", "qa") for r in out[s]["items"])

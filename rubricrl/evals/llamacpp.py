@@ -136,13 +136,33 @@ def generate(model_dir: str | Path, tasks: Sequence[Task], max_new_tokens: int, 
     `gguf`: decode this file (e.g. a quantized export of `model_dir`) instead of the cached `outtype` conversion;
     `model_dir` still gives the tokenizer, chat template and end tokens.
     Returns (texts, new tokens, truncated, generation seconds without conversion and loading)."""
-    from tqdm import tqdm
     from transformers import AutoTokenizer
 
     from rubricrl.evals.generate import prompt_texts
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in prompt_texts(tokenizer, tasks)]
+    return _generate(model_dir, tokenizer, prompt_texts(tokenizer, tasks), max_new_tokens, threads, k, temperature,
+                     top_p, seed, desc, outtype, gguf)
+
+
+def generate_chat(model_dir: str | Path, conversations: Sequence[list[dict]], max_new_tokens: int, threads: int,
+                  desc: str | None = None, outtype: str = "f16") -> tuple[list[str], int, int, float]:
+    """Greedy replies to chat conversations (rendered by the model's chat template), in input order."""
+    from transformers import AutoTokenizer
+
+    from rubricrl.evals.generate import chat_texts
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    out, new_tokens, truncated, seconds = _generate(model_dir, tokenizer, chat_texts(tokenizer, conversations),
+                                                    max_new_tokens, threads, 1, 0.0, 1.0, 0, desc, outtype, None)
+    return [o[0] for o in out], new_tokens, truncated, seconds
+
+
+def _generate(model_dir, tokenizer, texts: list[str], max_new_tokens: int, threads: int, k: int, temperature: float,
+              top_p: float, seed: int, desc: str | None, outtype: str, gguf) -> tuple[list[list[str]], int, int, float]:
+    from tqdm import tqdm
+
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
     eos = _eos_ids(model_dir, tokenizer)
     n_ctx = max((len(i) for i in ids), default=0) + max_new_tokens + 8
     if gguf is not None:
@@ -154,7 +174,7 @@ def generate(model_dir: str | Path, tasks: Sequence[Task], max_new_tokens: int, 
     start = time.perf_counter()
     with bar:
         for t, prompt in enumerate(ids):
-            texts = []
+            samples = []
             for j in range(k):
                 llm.set_seed(seed + t * k + j)
                 row = []
@@ -165,9 +185,9 @@ def generate(model_dir: str | Path, tasks: Sequence[Task], max_new_tokens: int, 
                         break
                 new_tokens += len(row)
                 truncated += not (row and row[-1] in eos)
-                texts.append(tokenizer.decode(row, skip_special_tokens=True))
+                samples.append(tokenizer.decode(row, skip_special_tokens=True))
                 bar.update(1)
-            out.append(texts)
+            out.append(samples)
     seconds = time.perf_counter() - start
     llm.close()
     return out, new_tokens, truncated, seconds

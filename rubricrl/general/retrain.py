@@ -21,9 +21,11 @@ class GeneralGateError(RubricRLError):
 
 
 def gate_failures(metrics: str | Path = "metrics/general.json") -> list[str]:
-    """'model: suite: difference ...' for every gated model that failed its general gate."""
+    """'model: suite: difference ...' for every gated model (general.gated) that failed its general gate."""
     data = json.loads(Path(metrics).read_text(encoding="utf-8"))
-    return [f"{model}: {f}" for model, g in (data.get("gates") or {}).items() if not g["passed"] for f in g["failures"]]
+    gated = data.get("gated")
+    return [f"{model}: {f}" for model, g in (data.get("gates") or {}).items()
+            if not g["passed"] and (gated is None or model in gated) for f in g["failures"]]
 
 
 def lower_grpo(params_path: str | Path, retrain) -> dict[str, tuple[float, float]]:

@@ -27,15 +27,20 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
     """{suite: {"summary": {...}, "score": headline number, "items": [per-item rows]}} for one model.
 
     cfg: GeneralParams. Greedy replies to each prompt as a single user turn, through the model's chat template."""
-    from rubricrl.evals.generate import greedy_chat, load_for_generation
+    from rubricrl.evals import llamacpp
+    from rubricrl.evals.generate import default_threads, greedy_chat, load_for_generation
 
     model, tokenizer = model_and_tokenizer or load_for_generation(model_dir)
     out = {}
     for suite, module in GENERATION.items():
         items = module.load(getattr(cfg.sizes, suite))
-        limit = cfg.code_max_new_tokens if suite == "humaneval" else cfg.max_new_tokens
-        replies = greedy_chat(model, tokenizer, [[{"role": "user", "content": it["prompt"]}] for it in items],
-                              batch_size=cfg.batch_size, max_new_tokens=limit, desc=f"{desc} {suite}".strip())
+        limit = cfg.max_new_tokens[suite]
+        chats = [[{"role": "user", "content": it["prompt"]}] for it in items]
+        if cfg.engine == "llama_cpp" and model_and_tokenizer is None:
+            replies = llamacpp.generate_chat(model_dir, chats, limit, default_threads(), desc=f"{desc} {suite}".strip())[0]
+        else:
+            replies = greedy_chat(model, tokenizer, chats, batch_size=cfg.batch_size, max_new_tokens=limit,
+                                  desc=f"{desc} {suite}".strip())
         scored = [module.score(it, r, timeout_s=cfg.code_timeout_s) if suite == "humaneval" else module.score(it, r)
                   for it, r in zip(items, replies)]
         rows = [{"id": it["id"], "lang": it.get("lang"), "response": r, **s} for it, r, s in zip(items, replies, scored)]

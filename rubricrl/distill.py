@@ -1,0 +1,139 @@
+"""Distil the GRPO policy (teacher) into a smaller student with TRL's GKD (generalized knowledge distillation).
+
+Student: production takes Qwen2.5-3B-Instruct for the 7B teacher (same tokenizer family; TRL's GKD refuses
+unequal vocab sizes, and the two Qwen2.5 checkpoints differ in padded vocab rows, so `align_vocab` resizes the
+student's embeddings to the teacher's size: the extra rows are never produced by the tokenizer). The CPU
+default builds the student from the teacher itself: `build_student` keeps `student_layers` of its decoder
+layers, evenly spaced with the first and the last kept, each initialised with the teacher's weights, plus the
+embeddings, final norm and head, so it starts close to the teacher and distillation repairs the gaps.
+
+Hard prompts: the student is worst exactly where its next-token distribution is furthest from the teacher's,
+so `hardness` scores each candidate prompt by the mean KL(teacher || student) over the tokens of the
+teacher's own greedy answer (two forward passes, no generation), and the stage keeps the hardest
+`distill.n_prompts` of `distill.pool` training prompts. The teacher's answers are generated once and kept as a
+DVC output (outputs/distill/teacher.jsonl).
+
+Method: TRL's GKDTrainer on the teacher's answers: the generalized Jensen-Shannon divergence (`beta`) between
+the full next-token distributions of teacher and student over the answer tokens, with a fraction `lmbda` of
+batches replaced by the student's own samples (on-policy). The CPU default uses lmbda 0 (student generation
+is the costliest part on 2 cores), which makes it token-level distillation on the teacher's sequences.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def select_layers(n_teacher: int, n_student: int) -> list[int]:
+    """`n_student` layer indices of `n_teacher`, evenly spaced, the first and the last always kept."""
+    if not 1 <= n_student <= n_teacher:
+        raise ValueError(f"student_layers must be between 1 and the teacher's {n_teacher} layers, got {n_student}")
+    return sorted({int(round(x)) for x in np.linspace(0, n_teacher - 1, n_student)})
+
+
+def param_count(model) -> int:
+    """Parameters, tied weights counted once."""
+    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+def build_student(teacher_dir: str | Path, out_dir: str | Path, n_layers: int) -> dict:
+    """Save a student with `n_layers` of the teacher's decoder layers (weights copied) and the teacher's
+    tokenizer to out_dir; returns {"layers", "teacher_params", "student_params", "ratio"}."""
+    import copy
+
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    teacher = AutoModelForCausalLM.from_pretrained(str(teacher_dir))
+    n_teacher = teacher.config.num_hidden_layers
+    layers = select_layers(n_teacher, n_layers)
+    config = copy.deepcopy(AutoConfig.from_pretrained(str(teacher_dir)))
+    config.num_hidden_layers = len(layers)
+    if getattr(config, "layer_types", None):
+        config.layer_types = [config.layer_types[i] for i in layers]
+    student = AutoModelForCausalLM.from_config(config)
+    state = teacher.state_dict()
+    renamed = {}
+    for key, value in state.items():
+        if ".layers." in key:
+            prefix, rest = key.split(".layers.", 1)
+            index, tail = rest.split(".", 1)
+            if int(index) not in layers:
+                continue
+            key = f"{prefix}.layers.{layers.index(int(index))}.{tail}"
+        renamed[key] = value
+    missing, unexpected = student.load_state_dict(renamed, strict=False)
+    missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
+    if missing or unexpected:
+        raise ValueError(f"student weights do not line up with the teacher's: missing {missing[:5]}, "
+                         f"unexpected {unexpected[:5]}")
+    student.generation_config = teacher.generation_config
+    student.save_pretrained(str(out_dir))
+    AutoTokenizer.from_pretrained(str(teacher_dir)).save_pretrained(str(out_dir))
+    t, s = param_count(teacher), param_count(student)
+    return {"layers": layers, "teacher_layers": n_teacher, "teacher_params": t, "student_params": s,
+            "ratio": round(s / t, 4)}
+
+
+def align_vocab(student, vocab_size: int) -> bool:
+    """Resize the student's embeddings (and head) to the teacher's vocab size; True when it changed."""
+    if student.config.get_text_config().vocab_size == vocab_size:
+        return False
+    student.resize_token_embeddings(vocab_size)
+    return True
+
+
+def hardness(teacher, student, tokenizer, conversations: list[list[dict]]) -> list[float]:
+    """Mean KL(teacher || student) per conversation (prompt + the teacher's answer), over the answer's tokens."""
+    import torch
+
+    out = []
+    with torch.inference_mode():
+        for messages in conversations:
+            prompt = tokenizer.apply_chat_template(messages[:-1], tokenize=True, add_generation_prompt=True,
+                                                   return_dict=True)["input_ids"]
+            full = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"]
+            ids = torch.tensor([full])
+            start = len(prompt) - 1  # logits at position i predict token i + 1: the answer's first token
+            t = torch.log_softmax(teacher(input_ids=ids).logits[0, start:-1].float(), -1)
+            s = torch.log_softmax(student(input_ids=ids).logits[0, start:-1].float(), -1)
+            kl = (t.exp() * (t - s)).sum(-1)
+            out.append(float(kl.mean()) if kl.numel() else 0.0)
+    return out
+
+
+def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: list[list[dict]], out_dir: str | Path,
+              cfg, seed: int = 0) -> dict:
+    """GKD of the student on the teacher's conversations; saves the student to out_dir. cfg: DistillParams."""
+    import os
+
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from trl.experimental.gkd import GKDConfig, GKDTrainer
+
+    import torch
+
+    tokenizer = AutoTokenizer.from_pretrained(str(student_dir))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    student = AutoModelForCausalLM.from_pretrained(str(student_dir))
+    teacher = AutoModelForCausalLM.from_pretrained(str(teacher_dir))
+    align_vocab(student, teacher.config.get_text_config().vocab_size)
+    args = GKDConfig(output_dir=str(Path(out_dir).with_name(Path(out_dir).name + ".work")),
+                     max_steps=cfg.steps, per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
+                     lmbda=cfg.lmbda, beta=cfg.beta, temperature=cfg.temperature,
+                     max_new_tokens=cfg.max_new_tokens, max_length=cfg.max_length, seed=seed,
+                     use_cpu=not torch.cuda.is_available(), bf16=False, fp16=False, logging_steps=1,
+                     save_strategy="no", report_to=[], lr_scheduler_type="constant", warmup_steps=0)
+    trainer = GKDTrainer(model=student, teacher_model=teacher, args=args,
+                         train_dataset=Dataset.from_list([{"messages": m} for m in conversations]),
+                         processing_class=tokenizer)
+    result = trainer.train()
+    trainer.save_model(str(out_dir))
+    tokenizer.save_pretrained(str(out_dir))
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    return {"steps": trainer.state.global_step, "train_seconds": round(result.metrics.get("train_runtime", 0), 1),
+            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None}

@@ -1,0 +1,114 @@
+"""DVC stage `distill`: the GRPO policy (teacher) into a smaller student with TRL's GKD on the hardest prompts;
+student before and after, and teacher, on the same test tasks."""
+
+import json
+import shutil
+from pathlib import Path
+
+from rubricrl import tracking
+from rubricrl.atomic import write_json, write_jsonl, write_text
+from rubricrl.cli_support import stage_main
+from rubricrl.config import load_params
+from rubricrl.rubric.scoring import RubricScorer
+from rubricrl.rubric.spec import load_rubric
+from rubricrl.taskfile import load_tasks
+
+TEACHER = "outputs/grpo/model"
+OUT, METRICS = Path("outputs/distill"), "metrics/distill.json"
+NUMBERS = ("reward_mean", "field_accuracy", "null_for_present_rate", "invented_rate")
+
+
+def numbers(metrics: dict) -> dict:
+    """Per test part (and all): reward, strict field accuracy, null-for-present and invented rates."""
+    out = {}
+    for part, g in {"all": metrics["all"], **metrics["parts"]}.items():
+        strict = g.get("strict") or {}
+        out[part] = {"n": g["n"], "reward_mean": g["reward_mean"],
+                     **{k: strict.get(k) for k in NUMBERS[1:]}}
+    return out
+
+
+def markdown(info: dict, train: dict, table: dict, retention: dict) -> str:
+    lines = ["# Distillation", "",
+             f"Student: {info['student']}: {info['student_params'] / 1e6:.1f}M parameters, {info['ratio']:.0%} of the "
+             f"teacher's {info['teacher_params'] / 1e6:.1f}M" + (f" (layers {info['layers']} of {info['teacher_layers']})"
+                                                                  if info.get("layers") else "") + ".",
+             f"GKD: {train['steps']} steps on the {info['n_prompts']} hardest of {info['pool']} prompts "
+             f"(mean KL teacher||student on the teacher's answers {info['hardness_kept']:.3f} kept vs "
+             f"{info['hardness_pool']:.3f} pool); loss {train['first_loss']} -> {train['last_loss']}, "
+             f"{train['train_seconds']} s.", "",
+             "| model | part | n | reward | field acc | null-for-present | invented |", "|---|---|---|---|---|---|---|"]
+    for model, parts in table.items():
+        for part, r in parts.items():
+            cells = [f"{r[k]:.3f}" if isinstance(r[k], float) else "-" for k in NUMBERS]
+            lines.append(f"| {model} | {part} | {r['n']} | " + " | ".join(cells) + " |")
+    lines += ["", "Retention (student after / teacher, all tasks): "
+              + ", ".join(f"{k} {v}" for k, v in retention.items()) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rubricrl.distill import build_student, gkd_train, hardness, param_count
+    from rubricrl.evals.generate import generate_with_stats
+    from rubricrl.evals.task_eval import evaluate_responses, test_slice
+    from rubricrl.prompt import task_messages
+
+    params = load_params()
+    cfg = params.distill
+    pool = load_tasks("data/train.jsonl")[-cfg.pool:]
+    tests = test_slice(load_tasks("data/test.jsonl"), params.eval.max_per_part)[:cfg.eval_tasks]
+    scorer = RubricScorer(load_rubric("outputs/rubric/rubric.yaml"), judge_override=params.scoring.judge_config(),
+                          policy_model=params.policy.model)
+    work = OUT.with_name(".distill.work")
+    shutil.rmtree(work, ignore_errors=True)
+    with tracking.stage_run(params.tracking, "distill", {"distill": cfg.model_dump()}) as run:
+        init = work / "student_init"
+        if cfg.student == "layers":
+            info = {"student": f"{cfg.student_layers}-layer SmolLM2 from the teacher's layers",
+                    **build_student(TEACHER, init, cfg.student_layers)}
+        else:
+            model = AutoModelForCausalLM.from_pretrained(cfg.student)
+            model.save_pretrained(init)
+            AutoTokenizer.from_pretrained(cfg.student).save_pretrained(init)
+            info = {"student": cfg.student, "student_params": param_count(model),
+                    "teacher_params": param_count(AutoModelForCausalLM.from_pretrained(TEACHER))}
+            info["ratio"] = round(info["student_params"] / info["teacher_params"], 4)
+        # The teacher's answers, once; the conversations GKD trains on.
+        answers, _ = generate_with_stats(TEACHER, pool, batch_size=cfg.batch_eval, max_new_tokens=cfg.max_new_tokens,
+                                         desc="teacher answers")
+        write_jsonl(OUT / "teacher.jsonl", ({"id": t.id, "answer": a} for t, a in zip(pool, answers)))
+        conversations = [task_messages(t) + [{"role": "assistant", "content": a}] for t, a in zip(pool, answers)]
+        tok = AutoTokenizer.from_pretrained(TEACHER)
+        kl = hardness(AutoModelForCausalLM.from_pretrained(TEACHER), AutoModelForCausalLM.from_pretrained(init),
+                      tok, conversations)
+        hardest = sorted(range(len(kl)), key=lambda i: -kl[i])[:cfg.n_prompts]
+        info.update(pool=len(pool), n_prompts=len(hardest), hardness_pool=sum(kl) / len(kl),
+                    hardness_kept=sum(kl[i] for i in hardest) / len(hardest),
+                    prompts=[pool[i].id for i in hardest])
+        train = gkd_train(init, TEACHER, [conversations[i] for i in hardest], OUT / "student", cfg,
+                          seed=params.data.seed)
+        table = {}
+        for name, model_dir in (("student before", init), ("student after", OUT / "student")):
+            responses, _ = generate_with_stats(model_dir, tests, batch_size=cfg.batch_eval,
+                                               max_new_tokens=cfg.max_new_tokens, desc=f"eval {name}")
+            table[name] = numbers(evaluate_responses(tests, responses, scorer))
+        by_id = {r["id"]: r["response"] for r in map(json.loads, Path("outputs/eval/grpo/responses.jsonl").read_text(
+            encoding="utf-8").splitlines())}
+        table["teacher"] = numbers(evaluate_responses(tests, [by_id[t.id] for t in tests], scorer))
+        after, teacher = table["student after"]["all"], table["teacher"]["all"]
+        retention = {k: round(after[k] / teacher[k], 4) if after[k] is not None and teacher[k] else None
+                     for k in ("field_accuracy", "reward_mean")}
+        write_text(OUT / "report.md", markdown(info, train, table, retention))
+        write_json(METRICS, {"student": info, "train": train, "models": table, "retention": retention})
+        run.log_metrics({"params_ratio": info["ratio"], **{f"retention.{k}": v for k, v in retention.items()},
+                         **{f"{m.replace(' ', '_')}.{k}": v for m, parts in table.items()
+                            for k, v in parts["all"].items() if isinstance(v, (int, float))}})
+        run.log_artifact(OUT / "report.md", "distill")
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"distill: {OUT / 'report.md'}")
+
+
+if __name__ == "__main__":
+    stage_main(main)
