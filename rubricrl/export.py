@@ -109,6 +109,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def stop_server(proc: subprocess.Popen) -> None:
+    """Terminate a server process, killing it if it has not exited within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def serve_check(gguf: str | Path, task: Task, scorer, max_tokens: int = 256, timeout_s: float = 120.0) -> dict:
     """Serve `gguf` with llama_cpp.server on loopback, ask one task through the openai client, score the answer."""
     import httpx
@@ -142,12 +152,7 @@ def serve_check(gguf: str | Path, task: Task, scorer, max_tokens: int = 256, tim
                 response_format={"type": "json_object", "schema": task.schema})
             seconds = time.perf_counter() - start
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_server(proc)
     answer = reply.choices[0].message.content or ""
     scored = strict_and_reward([task], [answer], scorer)
     return {"artifact": str(gguf), "task": task.id, "answer": answer, "seconds": round(seconds, 2),

