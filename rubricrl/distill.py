@@ -107,6 +107,8 @@ def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: l
               cfg, seed: int = 0) -> dict:
     """GKD of the student on the teacher's conversations; saves the student to out_dir. cfg: DistillParams."""
     import os
+    import shutil
+    import tempfile
 
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -122,7 +124,8 @@ def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: l
     student = AutoModelForCausalLM.from_pretrained(str(student_dir))
     teacher = AutoModelForCausalLM.from_pretrained(str(teacher_dir))
     align_vocab(student, teacher.config.get_text_config().vocab_size)
-    args = GKDConfig(output_dir=str(Path(out_dir).with_name(Path(out_dir).name + ".work")),
+    work = tempfile.mkdtemp(prefix="rubricrl-gkd-")  # the trainer's scratch folder, outside the stage's outputs
+    args = GKDConfig(output_dir=work,
                      max_steps=cfg.steps, per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
                      lmbda=cfg.lmbda, beta=cfg.beta, temperature=cfg.temperature,
                      max_new_tokens=cfg.max_new_tokens, max_length=cfg.max_length, seed=seed,
@@ -131,7 +134,10 @@ def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: l
     trainer = GKDTrainer(model=student, teacher_model=teacher, args=args,
                          train_dataset=Dataset.from_list([{"messages": m} for m in conversations]),
                          processing_class=tokenizer)
-    result = trainer.train()
+    try:
+        result = trainer.train()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     trainer.save_model(str(out_dir))
     tokenizer.save_pretrained(str(out_dir))
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
