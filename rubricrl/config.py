@@ -167,6 +167,7 @@ class DistillParams(Section):
     max_length: int = Field(1024, ge=64)
     eval_tasks: int = Field(8, ge=1)  # student before/after and teacher: the first N tasks of the eval's test slice
     batch_eval: int = Field(8, ge=1)
+    engine: Engine = "transformers"  # the teacher's greedy answers: transformers or llama_cpp (its F16 GGUF)
 
     @model_validator(mode="after")
     def _check(self):
@@ -175,11 +176,21 @@ class DistillParams(Section):
         return self
 
 
-class ExportParams(Section):
-    """export: GGUF (and later GPTQ) artifacts of the trained policy, each verified by reloading and scoring."""
+class GPTQParams(Section):
+    """export.gptq: GPTQ with GPTQModel, calibrated on training prompts with their gold answers."""
 
-    sources: list[Literal["grpo"]] = ["grpo"]  # models to export (outputs of their stages)
-    gguf: list[Literal["q8_0", "q4_k_m"]] = ["q8_0", "q4_k_m"]  # quantizations of the F16 conversion
+    bits: Literal[2, 3, 4, 8] = 4
+    group_size: int = Field(64, ge=8)  # must divide the hidden and MLP sizes (SmolLM2: 576 = 9 x 64; Qwen2.5: 128)
+    calibration: int = Field(32, ge=1)  # training tasks used as calibration text
+
+
+class ExportParams(Section):
+    """export: GGUF and GPTQ artifacts of the trained policy and the student, each verified by reloading and scoring."""
+
+    # source model -> its artifacts: q8_0 and q4_k_m (llama.cpp quantizations of the F16 GGUF), gptq (GPTQModel)
+    artifacts: dict[Literal["grpo", "student"], list[Literal["q8_0", "q4_k_m", "gptq"]]] = {
+        "grpo": ["q8_0", "q4_k_m", "gptq"], "student": ["q8_0", "q4_k_m", "gptq"]}
+    gptq: GPTQParams = GPTQParams()
     n_tasks: int = Field(8, ge=1)  # verification: the first N tasks of the eval's test slice
     max_new_tokens: int = Field(200, ge=8)
     speed_tasks: int = Field(3, ge=1)  # tokens/s of artifact vs HF fp32, one prompt at a time, same prompts
@@ -187,7 +198,7 @@ class ExportParams(Section):
     serve_check: bool = True  # llama_cpp.server on the Q4_K_M file + the openai client, one task
     # Retention goals (artifact / source strict field accuracy); a miss is reported, and blocks promotion
     # only with gate_on_retention (a few CPU tasks make the ratio noisy; production gates on it).
-    goals: dict[Literal["q8_0", "q4_k_m"], float] = {"q8_0": 0.99, "q4_k_m": 0.95}
+    goals: dict[Literal["q8_0", "q4_k_m", "gptq"], float] = {"q8_0": 0.99, "q4_k_m": 0.95, "gptq": 0.95}
     gate_on_retention: bool = False
 
 

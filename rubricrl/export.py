@@ -11,6 +11,11 @@ source's answers come from the eval_task stage, so nothing is generated twice). 
 per second of the artifact and of the source in HF fp32, one prompt at a time, on the same prompts
 (`export.speed_tasks`), side by side in one run.
 
+GPTQ (4-bit, GPTQModel): the HF folder quantized layer by layer on calibration text (training prompts with
+their gold answers, rendered by the chat template: the task's own distribution), group size a divisor of the
+hidden and MLP sizes; reloaded with GPTQModel on the profile's device and dtype (CPU: fp32, its fused torch int4 kernel),
+and scored like the GGUF files (greedy, HF generate, same prompts).
+
 The serve check starts `python -m llama_cpp.server` on the Q4_K_M file on a loopback port; the `openai`
 client sends a test task with the task's schema as `response_format` (`json_object` + schema: the server
 rejects `json_schema`), and the answer is scored by the rubric.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -59,6 +65,101 @@ def quantize(f16: str | Path, out: str | Path, kind: str, threads: int = 0) -> P
     finally:
         tmp.unlink(missing_ok=True)
     return out
+
+
+def gptq_group_check(model_dir: str | Path, group_size: int) -> None:
+    """GPTQ groups split each weight row: the group size must divide the hidden and intermediate sizes."""
+    import json
+
+    cfg = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    bad = {k: cfg[k] for k in ("hidden_size", "intermediate_size") if k in cfg and cfg[k] % group_size}
+    if bad:
+        raise ExportError(f"export.gptq.group_size: {group_size} does not divide "
+                          + ", ".join(f"{k} {v}" for k, v in bad.items()) + f" of {model_dir}")
+
+
+def gptq_quantize(model_dir: str | Path, out: str | Path, calibration: Sequence[str], bits: int, group_size: int,
+                  device: str = "auto") -> Path:
+    """`model_dir` -> a GPTQ `bits`-bit folder at `out` (GPTQModel), calibrated on `calibration` texts.
+
+    Written to a sibling temporary folder and moved into place only when saved, so a crash leaves no partial
+    artifact."""
+    gptq_group_check(model_dir, group_size)
+    from rubricrl.evals.generate import placement
+
+    os.environ.setdefault("GPTQMODEL_CPU_WORKERS", str(min(2, os.cpu_count() or 1)))
+    try:
+        from gptqmodel import GPTQModel, QuantizeConfig
+    except ImportError as err:
+        raise ExportError(f"GPTQ export needs GPTQModel: pip install 'rubricrl[gptq]' ({err})") from None
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    dev, _ = placement(device)
+    try:
+        # No disk offload: the stage's models fit in memory, and offloading writes outside the stage's outputs.
+        model = GPTQModel.load(str(model_dir), QuantizeConfig(bits=bits, group_size=group_size, offload_to_disk=False),
+                               device=dev.type)
+        model.quantize(list(calibration), batch_size=1)
+        model.save(str(tmp))
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+    except ExportError:
+        raise
+    except Exception as err:  # GPTQModel raises many kinds; name the artifact
+        raise ExportError(f"{out}: GPTQ quantization of {model_dir} failed: {type(err).__name__}: {err}") from err
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def load_gptq(path: str | Path, device: str = "auto"):
+    """A GPTQ folder reloaded with GPTQModel: (HF model, left-padding tokenizer) on the profile's device and dtype."""
+    from transformers import AutoTokenizer
+
+    from rubricrl.evals.generate import placement
+
+    dev, dtype = placement(device)
+    try:
+        from gptqmodel import BACKEND, GPTQModel
+
+        # CPU: the fused torch kernel (ATen int4 matmul), the one CPU GPTQ kernel that takes fp32 activations
+        # (GPTQModel's CPU default is bf16, slow without AVX-512 bf16; its plain torch kernel refuses fp32).
+        backend = BACKEND.TORCH_FUSED if dev.type == "cpu" else BACKEND.AUTO
+        model = GPTQModel.load(str(path), device=dev.type, backend=backend, dtype=dtype).model
+    except ImportError as err:
+        raise ExportError(f"GPTQ export needs GPTQModel: pip install 'rubricrl[gptq]' ({err})") from None
+    except Exception as err:
+        raise ExportError(f"{path}: verification failed: GPTQModel could not load it: "
+                          f"{type(err).__name__}: {err}") from None
+    model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+def verify_gptq(path: str | Path, tasks: Sequence[Task], scorer, max_new_tokens: int, threads: int,
+                speed_tasks: Sequence[Task] = (), speed_tokens: int = 64, batch_size: int = 8,
+                device: str = "auto") -> dict:
+    """Reload a GPTQ folder and score its greedy answers (HF generate, batches of `batch_size`); tokens/s one
+    prompt at a time on `speed_tasks`, as tokens_per_s_hf measures the source. Raises ExportError naming it."""
+    from rubricrl.evals.generate import generate_with_stats
+
+    path = Path(path)
+    pair = load_gptq(path, device)
+    try:
+        responses, stats = generate_with_stats(path, tasks, batch_size=batch_size, max_new_tokens=max_new_tokens,
+                                               threads=threads, model_and_tokenizer=pair, desc=None)
+        speed = (generate_with_stats(path, speed_tasks, batch_size=1, max_new_tokens=speed_tokens, threads=threads,
+                                     model_and_tokenizer=pair, desc=None)[1].tokens_per_s if speed_tasks else None)
+    except Exception as err:
+        raise ExportError(f"{path}: verification failed: generation raised {type(err).__name__}: {err}") from None
+    scored = strict_and_reward(tasks, responses, scorer)
+    size = sum(f.stat().st_size for f in path.glob("*.safetensors"))
+    return {"artifact": str(path), "size_mb": round(size / 2**20, 1), "verified": True, "truncated": stats.truncated,
+            "tokens": stats.new_tokens, "seconds": round(stats.seconds, 2), "tokens_per_s": speed, **scored}
 
 
 def strict_and_reward(tasks: Sequence[Task], responses: Sequence[str], scorer) -> dict:

@@ -77,7 +77,7 @@ def main() -> None:
             info["ratio"] = round(info["student_params"] / info["teacher_params"], 4)
         # The teacher's answers, once; the conversations GKD trains on.
         answers, _ = generate_with_stats(TEACHER, pool, batch_size=cfg.batch_eval, max_new_tokens=cfg.max_new_tokens,
-                                         desc="teacher answers")
+                                         desc="teacher answers", engine=cfg.engine)
         write_jsonl(OUT / "teacher.jsonl", ({"id": t.id, "answer": a} for t, a in zip(pool, answers)))
         conversations = [task_messages(t) + [{"role": "assistant", "content": a}] for t, a in zip(pool, answers)]
         tok = AutoTokenizer.from_pretrained(TEACHER)
@@ -93,7 +93,11 @@ def main() -> None:
         for name, model_dir in (("student before", init), ("student after", OUT / "student")):
             responses, _ = generate_with_stats(model_dir, tests, batch_size=cfg.batch_eval,
                                                max_new_tokens=cfg.max_new_tokens, desc=f"eval {name}")
-            table[name] = numbers(evaluate_responses(tests, responses, scorer))
+            metrics = evaluate_responses(tests, responses, scorer)
+            table[name] = numbers(metrics)
+        # The distilled student's answers, in the eval's row format: the export stage's retention baseline.
+        write_jsonl(OUT / "responses.jsonl", ({k: s[k] for k in ("id", "part", "response", "total", "strict")}
+                                              for s in metrics["samples"]))
         by_id = {r["id"]: r["response"] for r in map(json.loads, Path("outputs/eval/grpo/responses.jsonl").read_text(
             encoding="utf-8").splitlines())}
         table["teacher"] = numbers(evaluate_responses(tests, [by_id[t.id] for t in tests], scorer))

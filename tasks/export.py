@@ -1,5 +1,6 @@
-"""DVC stage `export`: GGUF Q8_0 and Q4_K_M of the GRPO policy, each reloaded and scored on test tasks
-(retention vs the policy's own eval answers), tokens/s vs HF fp32, and a llama_cpp.server + openai serve check."""
+"""DVC stage `export`: GGUF Q8_0 and Q4_K_M and GPTQ 4-bit of the GRPO policy and the distilled student, each
+reloaded and scored on test tasks (retention vs the source's own answers: the eval's for the policy, the distill
+stage's for the student), tokens/s vs HF fp32, and a llama_cpp.server + openai serve check."""
 
 import json
 from pathlib import Path
@@ -8,26 +9,35 @@ from rubricrl import tracking
 from rubricrl.atomic import write_json, write_text
 from rubricrl.cli_support import stage_main
 from rubricrl.config import load_params
+from rubricrl.errors import RubricRLError
 from rubricrl.rubric.scoring import RubricScorer
 from rubricrl.rubric.spec import load_rubric
 from rubricrl.taskfile import load_tasks
 
-SOURCES = {"grpo": "outputs/grpo/model"}
+# source -> (model folder, its greedy answers to the test slice in the eval's row format)
+SOURCES = {"grpo": ("outputs/grpo/model", "outputs/eval/grpo/responses.jsonl"),
+           "student": ("outputs/distill/student", "outputs/distill/responses.jsonl")}
 OUT, METRICS = Path("outputs/export"), "metrics/export.json"
 
 
-def source_numbers(name: str, ids: list[str]) -> dict:
-    """The source model's strict field accuracy and reward on these tasks, from its eval_task answers."""
-    rows = {r["id"]: r for r in map(json.loads, Path(f"outputs/eval/{name}/responses.jsonl").read_text(
+def source_numbers(responses: str, ids: list[str]) -> dict:
+    """The source model's strict field accuracy and reward on these tasks, from the answers its stage wrote."""
+    rows = {r["id"]: r for r in map(json.loads, Path(responses).read_text(
         encoding="utf-8").splitlines()) if r["id"] in ids}
+    missing = [i for i in ids if i not in rows]
+    if missing:
+        raise RubricRLError(f"{responses}: no answers for test task(s) {', '.join(missing[:5])}: "
+                            "export.n_tasks exceeds the tasks its stage answered")
     fields = sum(rows[i]["strict"]["fields"] for i in ids)
     return {"field_accuracy": sum(rows[i]["strict"]["right"] for i in ids) / fields if fields else None,
             "reward": sum(rows[i]["total"] for i in ids) / len(ids)}
 
 
-def markdown(results: dict) -> str:
+def markdown(results: dict, cfg) -> str:
     lines = ["# Exports", "", "Each artifact reloaded and scored on the same test tasks as its source; retention = "
-             "artifact / source. tokens/s: one prompt at a time, the same prompts, side by side in one run.", "",
+             "artifact / source. tokens/s: one prompt at a time, the same prompts, side by side in one run. "
+             f"GGUF: llama.cpp; GPTQ: {cfg.gptq.bits}-bit, group size {cfg.gptq.group_size}, GPTQModel (HF generate).",
+             "",
              "| source | artifact | size MB | field acc | retention | reward | tokens/s | vs HF fp32 | goal met |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
@@ -49,11 +59,25 @@ def markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def calibration_texts(model_dir: str, n: int) -> list[str]:
+    """GPTQ calibration: the first n training prompts with their gold answers, as the model's chat template
+    renders them (the distribution the quantized model will serve)."""
+    from transformers import AutoTokenizer
+
+    from rubricrl.evals.generate import chat_texts
+    from rubricrl.prompt import task_messages
+
+    tasks = [t for t in load_tasks("data/train.jsonl") if t.reference is not None][:n]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    return chat_texts(tokenizer, [task_messages(t) + [{"role": "assistant", "content": json.dumps(
+        t.reference, ensure_ascii=False)}] for t in tasks])
+
+
 def main() -> None:
     from rubricrl.evals.generate import default_threads
     from rubricrl.evals.llamacpp import gguf_for
-    from rubricrl.export import (ExportError, quantize, retention, serve_check, tokens_per_s_gguf, tokens_per_s_hf,
-                                 verify_gguf)
+    from rubricrl.export import (ExportError, gptq_group_check, gptq_quantize, quantize, retention, serve_check, tokens_per_s_gguf,
+                                 tokens_per_s_hf, verify_gguf, verify_gptq)
     from rubricrl.evals.task_eval import test_slice
 
     params = load_params()
@@ -65,33 +89,53 @@ def main() -> None:
     threads = default_threads()
     results = {}
     with tracking.stage_run(params.tracking, "export", {"export": cfg.model_dump()}) as run:
-        for name in cfg.sources:
-            model_dir = SOURCES[name]
-            source = source_numbers(name, [t.id for t in tasks])
-            f16 = gguf_for(model_dir, "f16")
+        for name, kinds in cfg.artifacts.items():
+            model_dir, responses = SOURCES[name]
+            source = source_numbers(responses, [t.id for t in tasks])
+            if "gptq" in kinds:
+                gptq_group_check(model_dir, cfg.gptq.group_size)  # a setting error: fail the stage, name the key
             r = {"source": source, "source_size_mb": round(sum(p.stat().st_size for p in Path(model_dir).glob(
                 "*.safetensors")) / 2**20, 1), "hf_tokens_per_s": tokens_per_s_hf(model_dir, speed, cfg.speed_tokens,
                                                                                   threads), "artifacts": {}}
-            for kind in cfg.gguf:
-                path = quantize(f16, OUT / name / f"model-{kind}.gguf", kind, threads)
+
+            def verified(kind: str, path: Path, make) -> None:
+                """Make and verify one artifact; a failure is recorded with its message (it blocks promotion)."""
                 try:
-                    a = verify_gguf(path, model_dir, tasks, scorer, cfg.max_new_tokens, threads)
+                    a = make()
                 except ExportError as err:
                     r["artifacts"][kind] = {"artifact": str(path), "verified": False, "error": str(err)}
-                    continue
+                    return
                 a["retention"] = retention(a, source)
                 kept = a["retention"]["field_accuracy"]
-                a["meets_goal"] = kept is not None and kept >= cfg.goals[kind]
-                a["tokens_per_s"] = tokens_per_s_gguf(path, model_dir, speed, cfg.speed_tokens, threads)
+                goal = cfg.goals.get(kind)
+                a["meets_goal"] = goal is None or (kept is not None and kept >= goal)
                 a["verified"] = a["meets_goal"] or not cfg.gate_on_retention
                 r["artifacts"][kind] = a
                 run.log_metrics({f"{name}.{kind}.{k}": a[k] for k in ("size_mb", "field_accuracy", "reward",
                                                                        "tokens_per_s")}
                                 | {f"{name}.{kind}.retention": kept})
+
+            def gguf(kind: str, path: Path) -> dict:
+                quantize(gguf_for(model_dir, "f16"), path, kind, threads)
+                a = verify_gguf(path, model_dir, tasks, scorer, cfg.max_new_tokens, threads)
+                return a | {"tokens_per_s": tokens_per_s_gguf(path, model_dir, speed, cfg.speed_tokens, threads)}
+
+            def gptq(path: Path) -> dict:
+                gptq_quantize(model_dir, path, calibration_texts(model_dir, cfg.gptq.calibration), cfg.gptq.bits,
+                              cfg.gptq.group_size)
+                return verify_gptq(path, tasks, scorer, cfg.max_new_tokens, threads, speed, cfg.speed_tokens,
+                                   batch_size=params.eval.batch_size)
+
+            for kind in kinds:
+                if kind == "gptq":
+                    verified(kind, OUT / name / "gptq", lambda: gptq(OUT / name / "gptq"))
+                else:
+                    path = OUT / name / f"model-{kind}.gguf"
+                    verified(kind, path, lambda: gguf(kind, path))
             if cfg.serve_check and "q4_k_m" in r["artifacts"] and r["artifacts"]["q4_k_m"].get("size_mb"):
                 r["serve"] = serve_check(OUT / name / "model-q4_k_m.gguf", tasks[0], scorer)
             results[name] = r
-        write_text(OUT / "report.md", markdown(results))
+        write_text(OUT / "report.md", markdown(results, cfg))
         write_json(METRICS, {name: {**{k: v for k, v in r.items() if k != "artifacts"},
                                     "artifacts": {k: {x: y for x, y in a.items() if x != "rows"}
                                                   for k, a in r["artifacts"].items()}} for name, r in results.items()})

@@ -54,3 +54,49 @@ def test_serve_check_answers_through_the_openai_client(smol_tiny, tmp_path, scor
     result = export.serve_check(q4, task, scorer, max_tokens=48)
     assert result["answer"].lstrip().startswith("{")  # the server's JSON grammar, even for a random model
     assert result["task"] == task.id and result["reward"] is not None and result["seconds"] > 0
+
+
+def test_gptq_quantize_reload_and_score(smol_tiny, tmp_path, scorer):  # noqa: F811
+    """GPTQModel 4-bit: quantized on chat-formatted calibration text, saved atomically, reloaded and scored."""
+    pytest.importorskip("gptqmodel")
+    from transformers import AutoTokenizer
+
+    from rubricrl.evals.generate import chat_texts
+    from rubricrl.prompt import task_messages
+
+    tasks = tiny_tasks()
+    tok = AutoTokenizer.from_pretrained(str(smol_tiny))
+    calibration = chat_texts(tok, [task_messages(t) + [{"role": "assistant", "content": '{"a": 1}'}] for t in tasks])
+    out = export.gptq_quantize(smol_tiny, tmp_path / "gptq", calibration * 2, bits=4, group_size=32)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gptq"]  # no temporary folder left
+    config = (out / "quantize_config.json").read_text()
+    assert '"bits": 4' in config and '"group_size": 32' in config
+    packed = sum(p.stat().st_size for p in out.glob("*.safetensors"))
+    result = export.verify_gptq(out, tasks, scorer, max_new_tokens=12, threads=2, speed_tasks=tasks[:1],
+                                speed_tokens=8, batch_size=3)
+    assert result["verified"] and result["n"] == 3 and result["tokens"] > 0 and result["tokens_per_s"] > 0
+    assert result["size_mb"] == round(packed / 2**20, 1) and 0 <= result["field_accuracy"] <= 1
+    # The reloaded layers are GPTQ's packed 4-bit linears, not the fp32 source's.
+    import torch
+
+    model, _ = export.load_gptq(out)
+    layer = model.model.layers[0].mlp.up_proj
+    assert not isinstance(layer, torch.nn.Linear) and layer.qweight.dtype == torch.int32 and layer.bits == 4
+
+
+def test_gptq_rejects_a_group_size_that_does_not_divide_the_model(smol_tiny, tmp_path):  # noqa: F811
+    with pytest.raises(export.ExportError, match=r"export\.gptq\.group_size: 48 does not divide hidden_size 64"):
+        export.gptq_quantize(smol_tiny, tmp_path / "gptq", ["text"], bits=4, group_size=48)
+    assert not (tmp_path / "gptq").exists()
+
+
+def test_a_corrupt_gptq_folder_fails_verification_naming_it(smol_tiny, tmp_path, scorer):  # noqa: F811
+    pytest.importorskip("gptqmodel")
+    bad = tmp_path / "gptq"
+    bad.mkdir()
+    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (bad / f).write_bytes((smol_tiny / f).read_bytes())
+    (bad / "quantize_config.json").write_text('{"bits": 4, "group_size": 32, "quant_method": "gptq"}')
+    (bad / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(export.ExportError, match=r"gptq: verification failed: GPTQModel could not load it"):
+        export.verify_gptq(bad, tiny_tasks(), scorer, max_new_tokens=8, threads=2)
