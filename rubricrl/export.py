@@ -92,20 +92,24 @@ def gptq_quantize(model_dir: str | Path, out: str | Path, calibration: Sequence[
         from gptqmodel import GPTQModel, QuantizeConfig
     except ImportError as err:
         raise ExportError(f"GPTQ export needs GPTQModel: pip install 'rubricrl[gptq]' ({err})") from None
-    out = Path(out)
+    out, model_dir = Path(out).absolute(), Path(model_dir).absolute()
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     dev, _ = placement(device)
+    cwd = os.getcwd()
     try:
-        # No disk offload: the stage's models fit in memory, and offloading writes outside the stage's outputs.
-        model = GPTQModel.load(str(model_dir), QuantizeConfig(bits=bits, group_size=group_size, offload_to_disk=False),
-                               device=dev.type)
-        model.quantize(list(calibration), batch_size=1)
-        model.save(str(tmp))
+        with tempfile.TemporaryDirectory() as scratch:
+            os.chdir(scratch)  # GPTQModel writes per-run logs under ./logs; keep them out of the project
+            try:
+                # No disk offload: the models fit in memory, and offloading writes outside the stage's outputs.
+                model = GPTQModel.load(str(model_dir), QuantizeConfig(bits=bits, group_size=group_size,
+                                                                      offload_to_disk=False), device=dev.type)
+                model.quantize(list(calibration), batch_size=1)
+                model.save(str(tmp))
+            finally:
+                os.chdir(cwd)
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
-    except ExportError:
-        raise
     except Exception as err:  # GPTQModel raises many kinds; name the artifact
         raise ExportError(f"{out}: GPTQ quantization of {model_dir} failed: {type(err).__name__}: {err}") from err
     finally:

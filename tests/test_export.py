@@ -1,4 +1,6 @@
-"""GGUF export: conversion, llama.cpp quantization, verification by reloading and scoring, the serve check."""
+"""GGUF and GPTQ export: conversion, llama.cpp quantization, verification by reloading and scoring, the serve check."""
+
+from pathlib import Path
 
 import pytest
 
@@ -69,6 +71,7 @@ def test_gptq_quantize_reload_and_score(smol_tiny, tmp_path, scorer):  # noqa: F
     calibration = chat_texts(tok, [task_messages(t) + [{"role": "assistant", "content": '{"a": 1}'}] for t in tasks])
     out = export.gptq_quantize(smol_tiny, tmp_path / "gptq", calibration * 2, bits=4, group_size=32)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gptq"]  # no temporary folder left
+    assert not Path("logs").exists()  # GPTQModel's own run logs stay out of the working folder
     config = (out / "quantize_config.json").read_text()
     assert '"bits": 4' in config and '"group_size": 32' in config
     packed = sum(p.stat().st_size for p in out.glob("*.safetensors"))
