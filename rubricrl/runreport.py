@@ -10,7 +10,7 @@ Read from what the stages wrote (the `report` stage in dvc.yaml, `tasks/report.p
 - outputs/rubric/report.json: calibration (probe margins, per-component AUC, Spearman, on-policy).
 - outputs/eval/summary.csv and metrics/eval.json: models side by side with 95% CIs, paired differences.
 - metrics/*.json: the headline numbers of each stage.
-- the export stage's metrics file (model export retention): a slot that says "not produced yet"
+- the export stage's metrics file (model export retention: size, accuracy, retention, speed per artifact)
   while there is no such file.
 
 A missing input gives a short "Not produced yet" note in its section, never an error; an input that
@@ -54,7 +54,7 @@ class ReportInputs:
     eval_summary: str | Path | None = None  # outputs/eval/summary.csv
     eval_metrics: str | Path | None = None  # metrics/eval.json
     metrics: dict[str, str | Path] = field(default_factory=dict)  # stage -> metrics/<stage>.json (not eval's)
-    export: str | Path | None = None  # the export stage's metrics file (slot: no export stage yet)
+    export: str | Path | None = None  # the export stage's metrics file (metrics/export.json)
 
 
 def _path(p: str | Path | None) -> Path | None:
@@ -645,15 +645,36 @@ EXPORT_TITLE = "Export retention"
 
 
 def section_export(ctx: _Ctx) -> list[Block]:
-    """SLOT for the export stage (not in dvc.yaml yet): its metrics file, shown as a table once it exists."""
+    """The export stage's metrics file: per source model and artifact, size, strict field accuracy, retention
+    (artifact / source), reward, tokens/s against HF fp32, and whether it verified."""
     p = ctx.inputs.export
     if not _exists(p):
         return [Block("note", f"**{NOT_PRODUCED}:** export retention (how much of the trained model's "
                                "quality an exported model keeps) comes from the export stage's metrics file"
-                               + (f" `{p}`" if p is not None else ", and there is no export stage yet") + ".")]
+                               + (f" `{p}`" if p is not None else ", and no file is configured") + ".")]
     data = read_json(p)
-    flat = _flatten(data) if isinstance(data, dict) else {}
-    return [Block("table", (["metric", "value"], [[k, _fmt(v)] for k, v in flat.items()]))]
+    sources = {k: v for k, v in data.items() if isinstance(v, dict) and isinstance(v.get("artifacts"), dict)} \
+        if isinstance(data, dict) else {}
+    if not sources:  # another shape: its scalars as dotted keys
+        flat = _flatten(data) if isinstance(data, dict) else {}
+        return [Block("table", (["metric", "value"], [[k, _fmt(v)] for k, v in flat.items()]))]
+    rows = []
+    for name, r in sources.items():
+        src, hf = r.get("source") or {}, r.get("hf_tokens_per_s")
+        rows.append([name, "HF fp32 (source)", _fmt(r.get("source_size_mb")), _fmt(src.get("field_accuracy")), "1",
+                     _fmt(src.get("reward")), _fmt(hf), "1.00x", ""])
+        for kind, a in r["artifacts"].items():
+            if "error" in a:
+                rows.append([name, kind, "", "", "", "", "", "", f"verification failed: {str(a['error'])[:160]}"])
+                continue
+            speed = a.get("tokens_per_s")
+            rows.append([name, kind, _fmt(a.get("size_mb")), _fmt(a.get("field_accuracy")),
+                         _fmt((a.get("retention") or {}).get("field_accuracy")), _fmt(a.get("reward")), _fmt(speed),
+                         f"{speed / hf:.2f}x" if speed and hf else "-",
+                         ("verified" if a.get("verified") else "not verified")
+                         + ("" if a.get("meets_goal", True) else ", retention goal missed")])
+    return [Block("table", (["source", "artifact", "size MB", "field acc", "retention", "reward", "tokens/s",
+                             "vs HF fp32", "status"], rows))]
 
 
 def _flatten(d: dict, prefix: str = "", depth: int = 8) -> dict:

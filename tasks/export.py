@@ -45,12 +45,13 @@ def markdown(results: dict, cfg) -> str:
         lines.append(f"| {name} | HF fp32 (source) | {r['source_size_mb']} | {src['field_accuracy']:.3f} | 1 | "
                      f"{src['reward']:.2f} | {r['hf_tokens_per_s']:.1f} | 1.00x | |")
         for kind, a in r["artifacts"].items():
-            if not a.get("verified"):
-                lines.append(f"| {name} | {kind} | | | | | | | **verification failed**: {a.get('error')} |")
+            if "error" in a:
+                lines.append(f"| {name} | {kind} | | | | | | | **verification failed**: {a['error']} |")
                 continue
             lines.append(f"| {name} | {kind} | {a['size_mb']} | {a['field_accuracy']:.3f} | "
                          f"{a['retention']['field_accuracy']} | {a['reward']:.2f} | {a['tokens_per_s']:.1f} | "
                          f"{a['tokens_per_s'] / r['hf_tokens_per_s']:.2f}x | {'yes' if a['meets_goal'] else 'no'} |")
+    for name, r in results.items():
         if r.get("serve"):
             s = r["serve"]
             lines += ["", f"Serve check ({name}, Q4_K_M via llama_cpp.server + openai client): task {s['task']}, "
@@ -89,7 +90,7 @@ def main() -> None:
     threads = default_threads()
     results = {}
     with tracking.stage_run(params.tracking, "export", {"export": cfg.model_dump()}) as run:
-        for name, kinds in cfg.artifacts.items():
+        for name, kinds in ((n, k) for n, k in cfg.artifacts.items() if k):
             model_dir, responses = SOURCES[name]
             source = source_numbers(responses, [t.id for t in tasks])
             if "gptq" in kinds:

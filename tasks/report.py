@@ -21,10 +21,7 @@ INPUTS = ReportInputs(
     eval_metrics="metrics/eval.json",
     metrics={"data": "metrics/data.json", "sft": "metrics/sft.json", "rubric": "metrics/rubric.json",
              "grpo": "metrics/grpo.json"},
-    # SLOT: export retention. There is no export stage yet; once one writes its metrics file, name it here
-    # (e.g. export="metrics/export.json") and add it to this stage's deps in dvc.yaml. Until then the
-    # report's "Export retention" section says "Not produced yet".
-    export=None,
+    export="metrics/export.json",
 )
 
 

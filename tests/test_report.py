@@ -203,9 +203,19 @@ def test_the_export_slot_shows_the_export_metrics_once_they_exist(tmp_path):
     inputs = ReportInputs(export=tmp_path / "metrics/export.json")  # the file the export stage will write
     assert f"`{tmp_path / 'metrics/export.json'}`" in section(build_report(inputs, tmp_path / "a").markdown,
                                                               "## Export retention")
-    write_json(tmp_path / "metrics/export.json", {"gguf_q4": {"field_accuracy_retention": 0.97}})
+    write_json(tmp_path / "metrics/export.json", {"grpo": {
+        "source": {"field_accuracy": 0.48, "reward": 9.5}, "source_size_mb": 513.2, "hf_tokens_per_s": 11.0,
+        "artifacts": {"q8_0": {"size_mb": 138.1, "field_accuracy": 0.5, "retention": {"field_accuracy": 1.04},
+                               "reward": 9.75, "tokens_per_s": 19.8, "verified": True, "meets_goal": True},
+                      "gptq": {"artifact": "outputs/export/grpo/gptq", "verified": False,
+                               "error": "outputs/export/grpo/gptq: verification failed: bad file"}}}})
     slot = section(build_report(inputs, tmp_path / "b").markdown, "## Export retention")
-    assert NOT_PRODUCED not in slot and "| gguf_q4.field_accuracy_retention | 0.97 |" in slot
+    assert NOT_PRODUCED not in slot
+    assert "| grpo | q8_0 | 138.1 | 0.5 | 1.04 | 9.75 | 19.8 | 1.80x | verified |" in slot
+    assert "| grpo | gptq |" in slot and "verification failed: outputs/export/grpo/gptq" in slot
+    write_json(tmp_path / "metrics/export.json", {"gguf_q4": {"field_accuracy_retention": 0.97}})  # another shape
+    slot = section(build_report(inputs, tmp_path / "c").markdown, "## Export retention")
+    assert "| gguf_q4.field_accuracy_retention | 0.97 |" in slot
 
 
 def test_the_stage_writes_outputs_report_and_logs_every_file(tmp_path, monkeypatch, capsys):
