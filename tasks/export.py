@@ -77,8 +77,8 @@ def calibration_texts(model_dir: str, n: int) -> list[str]:
 def main() -> None:
     from rubricrl.evals.generate import default_threads
     from rubricrl.evals.llamacpp import gguf_for
-    from rubricrl.export import (ExportError, gptq_group_check, gptq_quantize, quantize, retention, serve_check, tokens_per_s_gguf,
-                                 tokens_per_s_hf, verify_gguf, verify_gptq)
+    from rubricrl.export import (ExportError, gptq_group_check, gptq_quantize, quantize, retention, serve_check,
+                                 tokens_per_s_gguf, tokens_per_s_hf, verify_gguf, verify_gptq)
     from rubricrl.evals.task_eval import test_slice
 
     params = load_params()
