@@ -294,14 +294,18 @@ def retrain_until_general_passes(root: Path, retrain, order: list[str], run_stag
 
 
 @task(name="registry")
-def register_and_promote(project: str) -> dict:
-    """Register every trained candidate (registry.candidates) as a version, then promote through the gates.
+def register_and_promote(project: str) -> list[dict]:
+    """Each trained candidate (registry.candidates, in training order) is registered as a version (its verified
+    exports as versions of `<name>-gguf` / `<name>-gptq`), becomes `challenger` and is promoted through the gates.
 
-    A flow step, not a DVC stage: the registry is shared state outside the workspace (aliases move, roll
-    back, and other runs promote), so it must be consulted on every run, never skipped as "up to date"."""
+    One promotion per candidate: SFT is a fallback champion when GRPO fails a gate, and the student competes
+    with the champion on the same gates. A flow step, not a DVC stage: the registry is shared state outside the
+    workspace (aliases move, roll back, and other runs promote), so it must be consulted on every run, never
+    skipped as "up to date"."""
     import json
 
     from rubricrl import registry
+    from rubricrl.atomic import write_text
     from rubricrl.config import load_params
     from rubricrl.rubric.report import gate_failures
 
@@ -309,17 +313,22 @@ def register_and_promote(project: str) -> dict:
     params = load_params(root / "params.yaml")
     rubric_gate = gate_failures(json.loads((root / "outputs/rubric/report.json").read_text(encoding="utf-8")),
                                 params.rubric)
-    dirs = {"sft": root / "outputs/models/sft", "grpo": root / "outputs/grpo/model"}
+    decisions = []
     for stage in params.registry.candidates:
-        version = registry.register(params, stage, dirs[stage], stage, rubric_gate, root=root)
+        version = registry.register(params, stage, root / registry.CANDIDATES[stage][0], stage, rubric_gate, root=root)
         print(f"registry: {params.registry.name} version {version} <- {stage}", file=sys.stderr, flush=True)
-    decision = registry.promote(params, report=root / registry.REPORT) if params.registry.promote else {}
-    print(final_tables(root, params, decision), file=sys.stderr, flush=True)
-    return decision
+        for model, v, alias in registry.register_exports(params, stage, version, root=root):
+            print(f"registry: {model} version {v} <- {stage} export (@{alias})", file=sys.stderr, flush=True)
+        if params.registry.promote:
+            decisions.append({"stage": stage, **registry.promote(params, report=None)})
+    if decisions:
+        write_text(root / registry.REPORT, "\n".join(registry.promotion_markdown(d) for d in decisions))
+    print(final_tables(root, params, decisions), file=sys.stderr, flush=True)
+    return decisions
 
 
-def final_tables(root: Path, params, decision: dict) -> str:
-    """The general suites per model and the registry decision, for the end of a run."""
+def final_tables(root: Path, params, decisions: list[dict]) -> str:
+    """The general suites per model and the registry decisions, for the end of a run."""
     import json
 
     from rubricrl.general.run import SUITES
@@ -328,13 +337,17 @@ def final_tables(root: Path, params, decision: dict) -> str:
     general = root / "metrics/general.json"
     if general.exists():
         models = json.loads(general.read_text(encoding="utf-8"))["models"]
+        distill = root / "metrics/distill.json"
+        student = json.loads(distill.read_text(encoding="utf-8")).get("general") if distill.exists() else None
+        models.update((student or {}).get("models", {}))
         lines += ["general suites      " + "".join(f"{m:>10}" for m in models)]
-        lines += [f"{s:<20}" + "".join(f"{models[m][s]['score']:>10.3f}" for m in models) for s in SUITES]
-    if decision:
-        verdict = "promoted to champion" if decision["promoted"] else "not promoted"
-        lines += ["", f"registry {decision['model']}: version {decision['challenger']} {verdict}; champion: "
-                  f"{decision['champion_after'] or 'none'} (was {decision['champion_before'] or 'none'})"]
-        lines += [f"  {'pass' if g['passed'] else 'FAIL'} {g['name']}: {g['detail']}" for g in decision["gates"]]
+        cell = lambda row: f"{row['score']:>10.3f}" if row and row.get("score") is not None else f"{'-':>10}"  # noqa: E731
+        lines += [f"{s:<20}" + "".join(cell(models[m].get(s)) for m in models) for s in SUITES]
+    for d in decisions:
+        verdict = ("promoted to champion" if d["promoted"] else "already champion" if d["passed"] else "not promoted")
+        lines += ["", f"registry {d['model']}: version {d['challenger']} ({d.get('stage', 'challenger')}) {verdict}; "
+                      f"champion: {d['champion_after'] or 'none'} (was {d['champion_before'] or 'none'})"]
+        lines += [f"  {'pass' if g['passed'] else 'FAIL'} {g['name']}: {g['detail']}" for g in d["gates"]]
     return "\n".join(lines)
 
 

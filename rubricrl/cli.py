@@ -225,6 +225,15 @@ def cmd_pipeline_unlock(args) -> None:
     print(f"freed {taken} pipeline concurrency slot(s)" if taken else "the pipeline concurrency slot was free")
 
 
+def _version_table(name: str, rows: list[dict], columns: list[tuple[str, str, str]]) -> None:
+    """One registered model's versions; columns: (header, format spec, tag), after VERSION and ALIASES."""
+    print(f"{name}:")
+    print(f"{'VERSION':<8}{'ALIASES':<22}" + " ".join(f"{h:{spec}}" for h, spec, _ in columns))
+    for r in rows:
+        print(f"{r['version']:<8}{','.join(r['aliases']) or '-':<22}"
+              + " ".join(f"{r['tags'].get(tag, '-'):{spec}}" for _, spec, tag in columns))
+
+
 def cmd_registry_list(args) -> None:
     from rubricrl import registry
 
@@ -233,12 +242,16 @@ def cmd_registry_list(args) -> None:
     if not rows:
         print(f"no versions of '{params.registry.name}' yet (the pipeline registers every trained candidate)")
         return
-    print(f"{params.registry.name}:")
-    print(f"{'VERSION':<8}{'ALIASES':<22}{'STAGE':<7}{'FIELD ACC':>10}{'REWARD':>9}  DECISION")
-    for r in rows:
-        t = r["tags"]
-        print(f"{r['version']:<8}{','.join(r['aliases']) or '-':<22}{t.get('stage', '?'):<7}"
-              f"{t.get('eval.all.field_accuracy', '-'):>10}{t.get('eval.all.reward', '-'):>9}  {t.get('promotion.decision', '-')}")
+    _version_table(params.registry.name, rows, [("STAGE", "<7", "stage"), ("FIELD ACC", ">9", "eval.all.field_accuracy"),
+                                                ("REWARD", ">8", "eval.all.reward"), (" DECISION", "", "promotion.decision")])
+    for fmt in sorted(set(registry.EXPORT_FORMATS.values())):  # the verified exports (register_exports)
+        name = f"{params.registry.name}-{fmt}"
+        exports = registry.versions(params, name)
+        if exports:
+            print()
+            _version_table(name, exports, [("FROM", "<25", "source_model"), ("SIZE MB", ">8", "size_mb"),
+                                           ("RETENTION", ">9", "retention.field_accuracy"),
+                                           ("TOK/S", ">6", "tokens_per_s")])
 
 
 def cmd_registry_show(args) -> None:

@@ -168,6 +168,7 @@ class DistillParams(Section):
     eval_tasks: int = Field(8, ge=1)  # student before/after and teacher: the first N tasks of the eval's test slice
     batch_eval: int = Field(8, ge=1)
     engine: Engine = "transformers"  # the teacher's greedy answers: transformers or llama_cpp (its F16 GGUF)
+    general: bool = True  # the student on the general suites (general.*), paired vs base: its registry general gate
 
     @model_validator(mode="after")
     def _check(self):
@@ -206,7 +207,8 @@ class RegistryParams(Section):
     """The MLflow model registry: one registered model, aliases `challenger` and `champion`."""
 
     name: str = Field("rubricrl-extractor", min_length=1)
-    candidates: list[Literal["sft", "grpo"]] = ["sft", "grpo"]  # candidates, in training order (last: challenger)
+    # candidates, in training order: each is registered, becomes challenger and is promoted through the gates
+    candidates: list[Literal["sft", "grpo", "student"]] = ["sft", "grpo", "student"]
     task_margin: float = Field(0.0, ge=0)  # challenger's strict field accuracy may trail champion's by this much
     promote: bool = True  # the flow promotes after registering (False: register only; `rubricrl registry promote`)
 

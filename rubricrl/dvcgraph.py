@@ -147,6 +147,12 @@ def scratch_project(dst: Path, root: Path = ROOT, out_bytes: int = 64) -> Path:
             path, rel = path / "placeholder.bin", rel + "/placeholder.bin"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes((rel.encode() * (out_bytes // len(rel) + 1))[:out_bytes])
+    for rel in {d for s in stages.values() for d in _paths(s.get("deps"))}:
+        path = dst / rel
+        if produced(rel) and not path.exists():  # a dep inside a folder output (e.g. outputs/general/base)
+            path, rel = (path / "placeholder.bin", rel + "/placeholder.bin") if not path.suffix else (path, rel)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes((rel.encode() * (out_bytes // len(rel) + 1))[:out_bytes])
     env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
     for args in (["init", "--no-scm", "-q"], ["commit", "-f", "-q"]):
         subprocess.run([sys.executable, "-m", "dvc", *args], cwd=dst, env=env, check=True, capture_output=True)

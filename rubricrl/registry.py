@@ -13,6 +13,14 @@
   passing candidate becomes champion. Decision and each gate's numbers are written as version tags and as a
   Markdown report.
 - `rollback`: `champion` back to the previous champion (the registered model keeps the history as a tag).
+- `register_exports`: each verified export of a candidate (GGUF Q8_0/Q4_K_M, GPTQ) becomes a version of
+  `<name>-gguf` or `<name>-gptq` (the file or folder logged as a run artifact), tagged with its format,
+  quantization, retention, size, tokens/s and the candidate version it came from, under the alias
+  `<source>-<quantization>` (e.g. `models:/rubricrl-extractor-gguf@grpo-q4_k_m`). A failed verification is
+  not registered: it is a tag on the candidate, and the export gate names it.
+
+Candidates (CANDIDATES): sft and grpo with the eval_task stage's rows and numbers; the distilled student with
+the distill stage's (its test slice, and the general suites when `distill.general` scored it).
 
 promote and rollback hold a file lock beside the tracking store while they read the aliases, decide and
 move them, so two concurrent promotes serialise and the second decides against the first's champion. The
@@ -38,6 +46,12 @@ HISTORY = "rubricrl.champion_history"  # registered-model tag: the champion vers
 ROWS = "eval/responses.jsonl"  # the registering run's per-task eval rows (id, part, total, strict)
 REPORT = Path("outputs/registry/promotion.md")
 TASK_METRIC = "field_accuracy"
+STUDENT = "student"
+# candidate -> (its HF folder, its per-task eval rows, the MLflow stage run that trained it)
+CANDIDATES = {"sft": ("outputs/models/sft", "outputs/eval/sft/responses.jsonl", "sft"),
+              "grpo": ("outputs/grpo/model", "outputs/eval/grpo/responses.jsonl", "grpo"),
+              STUDENT: ("outputs/distill/student", "outputs/distill/responses.jsonl", "distill")}
+EXPORT_FORMATS = {"q8_0": "gguf", "q4_k_m": "gguf", "gptq": "gptq"}
 LINEAGE = ("data/train.jsonl", "data/val.jsonl", "data/test.jsonl", "outputs/rubric/rubric.yaml")  # md5 = DVC's
 
 
@@ -118,6 +132,22 @@ def eval_tags(name: str, eval_metrics: dict, general: dict | None) -> dict[str, 
     return {k: "none" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v)) for k, v in tags.items()}
 
 
+def evidence(root: Path, name: str) -> tuple[Path, dict, dict | None]:
+    """A candidate's per-task eval rows, its eval numbers ({"models": {name: {part: ...}}}) and general suites."""
+    rows = root / CANDIDATES[name][1] if name in CANDIDATES else root / "outputs/eval" / name / "responses.jsonl"
+    if not rows.exists():
+        stage = "distill" if name == STUDENT else "eval_task"
+        raise RegistryError(f"{rows}: no task eval of '{name}' to register it with (run the {stage} stage)")
+    if name == STUDENT:  # the distill stage's numbers: the student after distillation on its test slice
+        distill = json.loads((root / "metrics/distill.json").read_text(encoding="utf-8"))
+        parts = {part: {"reward_mean": h["reward_mean"], "strict": {TASK_METRIC: h[TASK_METRIC]}}
+                 for part, h in distill["models"]["student after"].items()}
+        return rows, {"models": {name: parts}}, distill.get("general")
+    general_path = root / "metrics/general.json"
+    general = json.loads(general_path.read_text(encoding="utf-8")) if general_path.exists() else None
+    return rows, json.loads((root / "metrics/eval.json").read_text(encoding="utf-8")), general
+
+
 def export_tags(name: str, metrics: Path) -> dict[str, str]:
     """export.<kind>.{verified,retention,size_mb,tokens_per_s,artifact} of the candidate's exports (metrics/export.json)."""
     if not metrics.exists():
@@ -146,19 +176,18 @@ def register(params, stage: str, model_dir: str | Path, eval_name: str, rubric_g
     root = Path(root)
     cfg, name = params.tracking, params.registry.name
     c = client(cfg)
-    rows = root / "outputs/eval" / eval_name / "responses.jsonl"
-    if not rows.exists():
-        raise RegistryError(f"{rows}: no task eval of '{eval_name}' to register it with (run the eval_task stage)")
-    general_path = root / "metrics/general.json"
-    general = json.loads(general_path.read_text(encoding="utf-8")) if general_path.exists() else None
+    rows, eval_metrics, general = evidence(root, eval_name)
     md5 = weights_md5(model_dir)
+    run_stage = CANDIDATES[stage][2] if stage in CANDIDATES else stage
     tags = {
         "stage": stage, "git.commit": tracking.git_commit(), "params.sha256": params_sha256(root / "params.yaml"),
-        "model.md5": md5, "source_run": _training_run(c, cfg.experiment, stage) or "unknown",
+        "model.md5": md5, "source_run": _training_run(c, cfg.experiment, run_stage) or "unknown",
         "gate.rubric": "passed" if not rubric_gate else "failed: " + "; ".join(rubric_gate),
+        "gate.general": "failed: not scored on the general suites" + (" (distill.general is false)"
+                                                                       if eval_name == STUDENT else ""),
         "eval.test_md5": tracking.file_md5(root / "data/test.jsonl"),
         **{f"dvc.md5.{rel}": tracking.file_md5(root / rel) for rel in LINEAGE if (root / rel).exists()},
-        **eval_tags(eval_name, json.loads((root / "metrics/eval.json").read_text(encoding="utf-8")), general),
+        **eval_tags(eval_name, eval_metrics, general),
         **export_tags(eval_name, root / "metrics/export.json"),
     }
     with registry_lock(cfg):
@@ -184,6 +213,68 @@ def register(params, stage: str, model_dir: str | Path, eval_name: str, rubric_g
             c.set_model_version_tag(name, version, k, v)
         c.set_registered_model_alias(name, CHALLENGER, version)
     return version
+
+
+def _artifact_md5(path: Path) -> str:
+    if path.is_file():
+        return tracking.file_md5(path)
+    h = hashlib.md5()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        h.update(f.relative_to(path).as_posix().encode())
+        h.update(tracking.file_md5(f).encode())
+    return h.hexdigest()
+
+
+def register_exports(params, source: str, source_version: str, root: str | Path = ".") -> list[tuple[str, str, str]]:
+    """Each verified export of `source` (metrics/export.json) as a version of `<name>-gguf` / `<name>-gptq`, aliased
+    `<source>-<quantization>`. Returns [(registered model, version, alias)]. The same bytes registered again (a
+    rerun where nothing changed) reuse their version."""
+    import mlflow
+
+    root = Path(root)
+    metrics = root / "metrics/export.json"
+    if not metrics.exists():
+        return []
+    cfg, name = params.tracking, params.registry.name
+    c = client(cfg)
+    exported = (json.loads(metrics.read_text(encoding="utf-8")).get(source) or {})
+    out = []
+    for kind, a in exported.get("artifacts", {}).items():
+        if not a.get("verified"):
+            continue  # tagged on the candidate (export.<kind>.verified=false): the export gate names it
+        path = root / a["artifact"]
+        if not path.exists():
+            raise RegistryError(f"{path}: the verified {kind} export of '{source}' is missing (re-run the export stage)")
+        model, alias, md5 = f"{name}-{EXPORT_FORMATS[kind]}", f"{source}-{kind}", _artifact_md5(path)
+        retention = a.get("retention") or {}
+        tags = {"format": EXPORT_FORMATS[kind], "quantization": kind, "source": source,
+                "source_model": f"{name}/{source_version}", "artifact.md5": md5, "artifact": a["artifact"],
+                "size_mb": str(a.get("size_mb")), "tokens_per_s": f"{a.get('tokens_per_s', 0):.1f}",
+                "field_accuracy": str(a.get(TASK_METRIC)), "reward": str(a.get("reward")),
+                "retention.field_accuracy": str(retention.get(TASK_METRIC)),
+                "retention.reward": str(retention.get("reward")), "verified": "true",
+                "vs_hf_tokens_per_s": str(round(a["tokens_per_s"] / exported["hf_tokens_per_s"], 2))
+                if a.get("tokens_per_s") and exported.get("hf_tokens_per_s") else "none"}
+        with registry_lock(cfg):
+            if not c.search_registered_models(f"name = '{model}'"):
+                c.create_registered_model(model, description=f"{EXPORT_FORMATS[kind].upper()} exports of {name}")
+            found = c.search_model_versions(f"name = '{model}' and tags.`artifact.md5` = '{md5}'")
+            if found:
+                version = str(max(found, key=lambda v: int(v.version)).version)
+            else:
+                with tracking.stage_run(cfg, f"register-{source}-{kind}", {"export": {"source": source, "kind": kind}}):
+                    run = mlflow.active_run()
+                    if path.is_dir():
+                        mlflow.log_artifacts(str(path), f"export/{kind}")
+                    else:
+                        mlflow.log_artifact(str(path), f"export/{kind}")
+                    uri = f"{run.info.artifact_uri}/export/{kind}"
+                version = str(c.create_model_version(model, uri, run_id=run.info.run_id).version)
+            for k, v in tags.items():
+                c.set_model_version_tag(model, version, k, v)
+            c.set_registered_model_alias(model, alias, version)
+        out.append((model, version, alias))
+    return out
 
 
 def _requirements() -> list[str]:
@@ -313,10 +404,10 @@ def promotion_markdown(d: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def versions(params) -> list[dict]:
-    """Every version of the registered model, newest first, with its aliases and headline tags."""
+def versions(params, name: str | None = None) -> list[dict]:
+    """Every version of a registered model (default: registry.name), newest first, with its aliases and tags."""
     c = client(params.tracking)
-    name = params.registry.name
+    name = name or params.registry.name
     if not c.search_registered_models(f"name = '{name}'"):
         return []
     aliases: dict[str, list[str]] = {}

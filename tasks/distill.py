@@ -15,6 +15,7 @@ from rubricrl.taskfile import load_tasks
 
 TEACHER = "outputs/grpo/model"
 OUT, METRICS = Path("outputs/distill"), "metrics/distill.json"
+GENERAL_BASE = Path("outputs/general/base")  # eval_general's per-item rows of the base model
 NUMBERS = ("reward_mean", "field_accuracy", "null_for_present_rate", "invented_rate")
 
 
@@ -47,11 +48,31 @@ def markdown(info: dict, train: dict, table: dict, retention: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def general_suites(student_dir: Path, cfg) -> dict:
+    """The student on the general suites, paired vs base (eval_general's rows): metrics/general.json's shape."""
+    from rubricrl.general.run import SUITES, compare, evaluate, gate
+
+    base = {}
+    for suite in SUITES:
+        path = GENERAL_BASE / f"{suite}.jsonl"
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: the base model's general rows (run the eval_general stage, or set "
+                                    f"distill.general: false)")
+        base[suite] = {"items": [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]}
+    results = evaluate(student_dir, cfg, desc="general student")
+    for suite in SUITES:
+        write_jsonl(OUT / "general" / f"{suite}.jsonl", results[suite]["items"])
+    paired = compare({"base": base, "student": results}, n_boot=cfg.n_boot)
+    return {"models": {"student": {s: {"score": r["score"], **r["summary"]} for s, r in results.items()}},
+            "paired": paired, "gates": gate(paired, cfg.tolerance, ["student"]), "tolerance": cfg.tolerance}
+
+
 def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from rubricrl.distill import build_student, gkd_train, hardness, param_count
     from rubricrl.evals.generate import generate_with_stats
+    from rubricrl.evals.paired import describe
     from rubricrl.evals.task_eval import evaluate_responses, test_slice
     from rubricrl.prompt import task_messages
 
@@ -104,11 +125,22 @@ def main() -> None:
         after, teacher = table["student after"]["all"], table["teacher"]["all"]
         retention = {k: round(after[k] / teacher[k], 4) if after[k] is not None and teacher[k] else None
                      for k in ("field_accuracy", "reward_mean")}
-        write_text(OUT / "report.md", markdown(info, train, table, retention))
-        write_json(METRICS, {"student": info, "train": train, "models": table, "retention": retention})
+        general = general_suites(OUT / "student", params.general) if cfg.general else None
+        report = markdown(info, train, table, retention)
+        if general:
+            g = general["gates"]["student"]
+            report += ("\n## General suites (student vs base, paired)\n\n| suite | student | diff vs base [95% CI] |\n"
+                       "|---|---|---|\n" + "".join(f"| {r['suite']} | {general['models']['student'][r['suite']]['score']:.3f}"
+                                                   f" | {describe(r)} |\n" for r in general["paired"])
+                       + "\nGeneral gate: " + ("passed" if g["passed"] else "failed: " + "; ".join(g["failures"])) + "\n")
+        write_text(OUT / "report.md", report)
+        write_json(METRICS, {"student": info, "train": train, "models": table, "retention": retention,
+                             **({"general": general} if general else {})})
         run.log_metrics({"params_ratio": info["ratio"], **{f"retention.{k}": v for k, v in retention.items()},
                          **{f"{m.replace(' ', '_')}.{k}": v for m, parts in table.items()
                             for k, v in parts["all"].items() if isinstance(v, (int, float))}})
+        if general:
+            run.log_metrics({f"general.{s}": v["score"] for s, v in general["models"]["student"].items()})
         run.log_artifact(OUT / "report.md", "distill")
     shutil.rmtree(work, ignore_errors=True)
     print(f"distill: {OUT / 'report.md'}")

@@ -59,3 +59,23 @@ def test_hardness_is_zero_for_the_teacher_itself_and_one_gkd_step_runs(teacher, 
     before = AutoModelForCausalLM.from_pretrained(tmp_path / "s").state_dict()["model.layers.0.mlp.up_proj.weight"]
     after = AutoModelForCausalLM.from_pretrained(tmp_path / "after").state_dict()["model.layers.0.mlp.up_proj.weight"]
     assert not torch.equal(before, after)  # the step changed the weights
+
+
+def test_the_students_general_suites_pair_with_eval_generals_base_rows(tmp_path, monkeypatch):
+    from rubricrl.atomic import write_jsonl
+    from rubricrl.general.run import SUITES, evaluate
+    from tasks import distill as stage
+    from tests.test_general_gate import SMALL
+
+    monkeypatch.chdir(tmp_path)
+    student = build_tiny_model(tmp_path / "student", seed=1)
+    with pytest.raises(FileNotFoundError, match="outputs/general/base/ifeval.jsonl"):
+        stage.general_suites(student, SMALL)
+    base = evaluate(build_tiny_model(tmp_path / "base", seed=0), SMALL)
+    for suite in SUITES:  # as eval_general leaves them
+        write_jsonl(stage.GENERAL_BASE / f"{suite}.jsonl", base[suite]["items"])
+    general = stage.general_suites(student, SMALL)
+    assert set(general["models"]["student"]) == set(SUITES) and set(general["gates"]) == {"student"}
+    assert {(r["model"], r["suite"]) for r in general["paired"]} == {("student", s) for s in SUITES}
+    assert all(r["n"] == base[r["suite"]]["summary"]["n"] for r in general["paired"])
+    assert (stage.OUT / "general/qa.jsonl").exists()

@@ -213,9 +213,9 @@ CHANGES = [  # (what changes, the only stages `dvc status` may report)
     ("param:scoring.judge=openai", {"rubric", "grpo", "eval_task", "distill", "export"}),
     ("param:tracking.uri=sqlite:////tmp/elsewhere.db", set()),
     ("code:rubricrl/train/monitor.py", {"grpo"}),
-    ("code:rubricrl/evals/paired.py", {"eval_task", "eval_general"}),
-    ("code:rubricrl/general/qa.py", {"eval_general"}),
-    ("param:general.tolerance.qa=0.2", {"eval_general"}),
+    ("code:rubricrl/evals/paired.py", {"eval_task", "eval_general", "distill"}),
+    ("code:rubricrl/general/qa.py", {"eval_general", "distill"}),  # distill scores the student on the suites too
+    ("param:general.tolerance.qa=0.2", {"eval_general", "distill"}),
     ("code:rubricrl/data/domains/news.py", {"data"}),
 ]
 
@@ -255,8 +255,11 @@ STUB = """import json, pathlib, sys, yaml
 stage = sys.argv[1]
 spec = yaml.safe_load(open("dvc.yaml"))["stages"][stage]
 tag = json.dumps(yaml.safe_load(open("params.yaml")), sort_keys=True)
-for e in spec.get("outs", []) + spec.get("metrics", []) + spec.get("plots", []):
-    p = pathlib.Path(next(iter(e)) if isinstance(e, dict) else e)
+outs = [next(iter(e)) if isinstance(e, dict) else e for e in spec.get("outs", []) + spec.get("metrics", []) + spec.get("plots", [])]
+deps = {d for s in yaml.safe_load(open("dvc.yaml"))["stages"].values() for d in s.get("deps", [])}
+outs += [d for d in deps if any(d.startswith(o.rstrip("/") + "/") for o in outs)]  # deps inside a folder output
+for e in outs:
+    p = pathlib.Path(e)
     if not p.suffix:
         p = p / "placeholder.bin"
     p.parent.mkdir(parents=True, exist_ok=True)

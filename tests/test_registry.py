@@ -224,3 +224,88 @@ def test_registering_inside_the_pipeline_run_nests_under_it(project):
     mv = registry.resolve(params, f"rubricrl-extractor/{v}")
     run = registry.client(params.tracking).get_run(mv.tags["registering_run"])
     assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+
+
+def set_student(root: Path, right: list[int], general_passed: bool | None) -> None:
+    """The distill stage's outputs: the student, its rows on the test slice, metrics/distill.json."""
+    build_tiny_model(root / "outputs/distill/student", seed=3)
+    rows = _rows(right)
+    (root / "outputs/distill/responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
+    acc = sum(right) / (4 * len(right))
+    nums = {"n": len(right), "reward_mean": float(sum(right)) / len(right), "field_accuracy": acc}
+    metrics = {"models": {"student after": {"all": nums, "in_domain": nums}}}
+    if general_passed is not None:
+        metrics["general"] = {"models": {"student": {"qa": {"score": 0.5}}},
+                              "gates": {"student": {"passed": general_passed,
+                                                    "failures": [] if general_passed else ["qa: -0.400 [...]"]}}}
+    (root / "metrics/distill.json").write_text(json.dumps(metrics))
+
+
+def test_the_student_is_a_candidate_with_the_distill_stages_numbers_and_gates(project):
+    params = load_params(project / "params.yaml")
+    champ = register(project, "grpo")  # 0.75
+    registry.promote(params)
+    set_student(project, [3] * 8, general_passed=None)  # as good on its 8 tasks, but never scored on general suites
+    student = registry.register(params, "student", project / "outputs/distill/student", "student", [], root=project)
+    mv = registry.resolve(params, f"rubricrl-extractor/{student}")
+    assert mv.tags["stage"] == "student" and mv.tags["eval.all.field_accuracy"] == "0.7500"
+    d = registry.promote(params)
+    assert [g["name"] for g in d["gates"] if not g["passed"]] == ["general"] and aliases(project)["champion"] == champ
+    general = next(g for g in d["gates"] if g["name"] == "general")
+    assert "not scored on the general suites (distill.general is false)" in general["detail"]
+    task = next(g for g in d["gates"] if g["name"] == "task")
+    assert "n=8" in task["detail"]  # paired on the tasks both answered
+    set_student(project, [4] * 8, general_passed=True)
+    student = registry.register(params, "student", project / "outputs/distill/student", "student", [], root=project)
+    assert registry.resolve(params, f"rubricrl-extractor/{student}").tags["general.qa"] == "0.5000"
+    assert registry.promote(params)["promoted"] and aliases(project)["champion"] == student
+
+
+def test_verified_exports_become_versions_and_failed_ones_do_not(project, capsys):
+    import mlflow
+
+    gguf = project / "outputs/export/grpo/model-q8_0.gguf"
+    gguf.parent.mkdir(parents=True)
+    gguf.write_bytes(b"GGUF" + bytes(range(256)) * 4)
+    (project / "metrics/export.json").write_text(json.dumps({"grpo": {"hf_tokens_per_s": 10.0, "artifacts": {
+        "q8_0": {"artifact": "outputs/export/grpo/model-q8_0.gguf", "verified": True, "size_mb": 0.001,
+                 "field_accuracy": 0.5, "reward": 9.0, "retention": {"field_accuracy": 1.04, "reward": 1.02},
+                 "tokens_per_s": 18.0},
+        "q4_k_m": {"artifact": "outputs/export/grpo/model-q4_k_m.gguf", "verified": False,
+                   "error": "outputs/export/grpo/model-q4_k_m.gguf: verification failed: unreadable GGUF"}}}}))
+    params = load_params(project / "params.yaml")
+    v = register(project, "grpo")
+    out = registry.register_exports(params, "grpo", v, root=project)
+    assert out == [("rubricrl-extractor-gguf", "1", "grpo-q8_0")]
+    assert registry.register_exports(params, "grpo", v, root=project) == out  # same bytes: same version
+    mv = registry.resolve(params, "rubricrl-extractor-gguf@grpo-q8_0")
+    assert {k: mv.tags[k] for k in ("format", "quantization", "source_model", "retention.field_accuracy",
+                                    "vs_hf_tokens_per_s")} == {
+        "format": "gguf", "quantization": "q8_0", "source_model": f"rubricrl-extractor/{v}",
+        "retention.field_accuracy": "1.04", "vs_hf_tokens_per_s": "1.8"}
+    local = Path(mlflow.artifacts.download_artifacts("models:/rubricrl-extractor-gguf@grpo-q8_0",
+                                                     dst_path=str(project / "dl")))
+    assert (local / gguf.name).read_bytes() == gguf.read_bytes()
+    gguf.write_bytes(b"GGUF changed")  # a new export: a new version under the same alias
+    assert registry.register_exports(params, "grpo", v, root=project) == [("rubricrl-extractor-gguf", "2", "grpo-q8_0")]
+    from rubricrl.cli import main
+
+    main(["registry", "list", "--params", str(project / "params.yaml")])
+    listed = capsys.readouterr().out
+    assert "\nrubricrl-extractor-gguf:" in listed and f"\n2       grpo-q8_0" in listed
+
+
+def test_the_flow_registers_each_candidate_and_promotes_them_in_training_order(project, monkeypatch, capsys):
+    import flows.pipeline as fp
+    from rubricrl.rubric import report
+
+    monkeypatch.setattr(report, "gate_failures", lambda *a: [])
+    (project / "outputs/rubric/report.json").write_text("{}")
+    set_student(project, [0] * 8, general_passed=True)  # the student answers nothing right
+    decisions = fp.register_and_promote.fn(str(project))
+    assert [(d["stage"], d["promoted"]) for d in decisions] == [("sft", True), ("grpo", True), ("student", False)]
+    assert aliases(project) == {"champion": "2", "challenger": "3"}
+    out = capsys.readouterr().err
+    assert "version 2 (grpo) promoted to champion" in out and "version 3 (student) not promoted" in out
+    assert "FAIL task: field_accuracy challenger 0.000 vs champion 0.750" in out
+    assert (project / registry.REPORT).read_text().count("# Promotion") == 3
