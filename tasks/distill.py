@@ -48,9 +48,9 @@ def markdown(info: dict, train: dict, table: dict, retention: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def general_suites(student_dir: Path, cfg) -> dict:
-    """The student on the general suites, paired vs base (eval_general's rows): metrics/general.json's shape."""
-    from rubricrl.general.run import SUITES, compare, evaluate, gate
+def general_base_rows() -> dict:
+    """eval_general's per-item rows of the base model, per suite (checked before any training)."""
+    from rubricrl.general.run import SUITES
 
     base = {}
     for suite in SUITES:
@@ -59,6 +59,13 @@ def general_suites(student_dir: Path, cfg) -> dict:
             raise FileNotFoundError(f"{path}: the base model's general rows (run the eval_general stage, or set "
                                     f"distill.general: false)")
         base[suite] = {"items": [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]}
+    return base
+
+
+def general_suites(student_dir: Path, cfg, base: dict) -> dict:
+    """The student on the general suites, paired vs base's rows: metrics/general.json's shape."""
+    from rubricrl.general.run import SUITES, compare, evaluate, gate
+
     results = evaluate(student_dir, cfg, desc="general student")
     for suite in SUITES:
         write_jsonl(OUT / "general" / f"{suite}.jsonl", results[suite]["items"])
@@ -78,6 +85,7 @@ def main() -> None:
 
     params = load_params()
     cfg = params.distill
+    base_general = general_base_rows() if cfg.general else None
     pool = load_tasks("data/train.jsonl")[-cfg.pool:]
     tests = test_slice(load_tasks("data/test.jsonl"), params.eval.max_per_part)[:cfg.eval_tasks]
     scorer = RubricScorer(load_rubric("outputs/rubric/rubric.yaml"), judge_override=params.scoring.judge_config(),
@@ -125,7 +133,7 @@ def main() -> None:
         after, teacher = table["student after"]["all"], table["teacher"]["all"]
         retention = {k: round(after[k] / teacher[k], 4) if after[k] is not None and teacher[k] else None
                      for k in ("field_accuracy", "reward_mean")}
-        general = general_suites(OUT / "student", params.general) if cfg.general else None
+        general = general_suites(OUT / "student", params.general, base_general) if cfg.general else None
         report = markdown(info, train, table, retention)
         if general:
             g = general["gates"]["student"]

@@ -70,11 +70,11 @@ def test_the_students_general_suites_pair_with_eval_generals_base_rows(tmp_path,
     monkeypatch.chdir(tmp_path)
     student = build_tiny_model(tmp_path / "student", seed=1)
     with pytest.raises(FileNotFoundError, match="outputs/general/base/ifeval.jsonl"):
-        stage.general_suites(student, SMALL)
+        stage.general_base_rows()
     base = evaluate(build_tiny_model(tmp_path / "base", seed=0), SMALL)
     for suite in SUITES:  # as eval_general leaves them
         write_jsonl(stage.GENERAL_BASE / f"{suite}.jsonl", base[suite]["items"])
-    general = stage.general_suites(student, SMALL)
+    general = stage.general_suites(student, SMALL, stage.general_base_rows())
     assert set(general["models"]["student"]) == set(SUITES) and set(general["gates"]) == {"student"}
     assert {(r["model"], r["suite"]) for r in general["paired"]} == {("student", s) for s in SUITES}
     assert all(r["n"] == base[r["suite"]]["summary"]["n"] for r in general["paired"])

@@ -24,3 +24,17 @@ def test_embedded_policy_becomes_a_trainable_hf_folder(tmp_path):
     loss.backward()
     assert torch.isfinite(loss) and model.model.embed_tokens.weight.grad is not None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base"]  # written atomically: no temp folder left
+
+
+def test_gguf_parsed_once_caches_inside_the_block_and_restores_gguf_after():
+    import gguf
+
+    from rubricrl.models import gguf_parsed_once
+
+    before = gguf.GGUFReader, gguf.get_tensor_name_map
+    with gguf_parsed_once():
+        a = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2)
+        assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2) is a
+        assert gguf.GGUFReader.cache_info().maxsize == 2
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == before
+    assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2) is not a
