@@ -111,7 +111,7 @@ def gguf_parsed_once() -> Iterator[None]:
     transformers parses the file again for the tokenizer, the config and the weights (~9 s each for SmolLM2 on
     2 cores, mostly its 49k-token vocabulary) and rebuilds the name map for every module it walks (397 times,
     ~12 s); both are pure functions of their arguments, so caching them changes nothing but the time
-    (prepare_model: 45 -> 15 s)."""
+    (prepare_model: 45 -> 17 s)."""
     import functools
 
     import gguf
