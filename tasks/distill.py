@@ -63,15 +63,18 @@ def general_base_rows() -> dict:
 
 
 def general_suites(student_dir: Path, cfg, base: dict) -> dict:
-    """The student on the general suites, paired vs base's rows: metrics/general.json's shape."""
-    from rubricrl.general.run import SUITES, compare, evaluate, gate
+    """The student on the general suites, paired vs base's rows: metrics/general.json's shape (its rows and
+    eval_general's report format in outputs/distill/general/)."""
+    from rubricrl.general.run import SUITES, compare, evaluate, gate, markdown
 
     results = evaluate(student_dir, cfg, desc="general student")
     for suite in SUITES:
         write_jsonl(OUT / "general" / f"{suite}.jsonl", results[suite]["items"])
     paired = compare({"base": base, "student": results}, n_boot=cfg.n_boot)
+    gates = gate(paired, cfg.tolerance, ["student"])
+    write_text(OUT / "general" / "report.md", markdown({"student": results}, paired, gates, cfg.tolerance))
     return {"models": {"student": {s: {"score": r["score"], **r["summary"]} for s, r in results.items()}},
-            "paired": paired, "gates": gate(paired, cfg.tolerance, ["student"]), "tolerance": cfg.tolerance}
+            "paired": paired, "gates": gates, "tolerance": cfg.tolerance}
 
 
 def main() -> None:
@@ -79,7 +82,6 @@ def main() -> None:
 
     from rubricrl.distill import build_student, gkd_train, hardness, param_count
     from rubricrl.evals.generate import generate_with_stats
-    from rubricrl.evals.paired import describe
     from rubricrl.evals.task_eval import evaluate_responses, test_slice
     from rubricrl.prompt import task_messages
 
@@ -136,11 +138,7 @@ def main() -> None:
         general = general_suites(OUT / "student", params.general, base_general) if cfg.general else None
         report = markdown(info, train, table, retention)
         if general:
-            g = general["gates"]["student"]
-            report += ("\n## General suites (student vs base, paired)\n\n| suite | student | diff vs base [95% CI] |\n"
-                       "|---|---|---|\n" + "".join(f"| {r['suite']} | {general['models']['student'][r['suite']]['score']:.3f}"
-                                                   f" | {describe(r)} |\n" for r in general["paired"])
-                       + "\nGeneral gate: " + ("passed" if g["passed"] else "failed: " + "; ".join(g["failures"])) + "\n")
+            report += "\n" + (OUT / "general" / "report.md").read_text(encoding="utf-8").replace("# ", "## ", 1)
         write_text(OUT / "report.md", report)
         write_json(METRICS, {"student": info, "train": train, "models": table, "retention": retention,
                              **({"general": general} if general else {})})

@@ -79,3 +79,4 @@ def test_the_students_general_suites_pair_with_eval_generals_base_rows(tmp_path,
     assert {(r["model"], r["suite"]) for r in general["paired"]} == {("student", s) for s in SUITES}
     assert all(r["n"] == base[r["suite"]]["summary"]["n"] for r in general["paired"])
     assert (stage.OUT / "general/qa.jsonl").exists()
+    assert "- student: " in (stage.OUT / "general/report.md").read_text()
