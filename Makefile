@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test test-fast bench clean
 
 setup: $(VENV)/.installed
 
@@ -51,6 +51,10 @@ run: setup
 
 test: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+# The fast lane: every test but the slow ones (real servers, training runs, the pipeline end to end).
+test-fast: setup
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow"
 
 bench: setup
 	$(BIN)/python benchmarks/rule_scoring.py

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rubricrl.dvcgraph import scratch_project  # noqa: E402
+from tools.dvc_deps import scratch_project  # noqa: E402
 
 
 def main() -> int:

@@ -24,9 +24,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rubricrl.evals import llamacpp  # noqa: E402
-from rubricrl.evals.generate import default_threads, generate_with_stats, sample_responses  # noqa: E402
-from rubricrl.taskfile import load_tasks  # noqa: E402
+from rubricrl.inference import conversion, llamacpp  # noqa: E402
+from rubricrl.inference.generate import default_threads, generate_with_stats, sample_responses  # noqa: E402
+from rubricrl.core.taskfile import load_tasks  # noqa: E402
 
 
 def main() -> None:
@@ -44,7 +44,7 @@ def main() -> None:
     test = load_tasks("data/test.jsonl")[: a.tasks]
 
     start = time.perf_counter()
-    gguf = llamacpp.gguf_for(a.model)
+    gguf = conversion.gguf_for(a.model)
     convert_s = time.perf_counter() - start
     print(f"GGUF {gguf} ({gguf.stat().st_size / 2**20:.0f} MiB): {convert_s:.1f} s (0 when cached)", file=sys.stderr)
 

@@ -59,7 +59,7 @@ from transformers import TrainerCallback  # noqa: E402
 
 GOAL = 1.05
 ROOT = Path(__file__).resolve().parent.parent
-RUBRIC = ROOT / "rubricrl" / "rubrics" / "json_extraction.yaml"
+RUBRIC = ROOT / "rubricrl" / "reward" / "rubrics" / "json_extraction.yaml"
 
 
 def _now() -> tuple[float, float]:
@@ -112,9 +112,9 @@ class StepTimer(TrainerCallback):
 
 
 def make_reward():
-    from rubricrl.rubric.reward import RubricReward
-    from rubricrl.rubric.scoring import RubricScorer
-    from rubricrl.rubric.spec import load_rubric
+    from rubricrl.reward.functions import RubricReward
+    from rubricrl.reward.scoring import RubricScorer
+    from rubricrl.reward.load import load_rubric
 
     return RubricReward(RubricScorer(load_rubric(RUBRIC)))
 
@@ -165,7 +165,7 @@ def run_bare(model_dir: Path, tasks, settings, out: Path) -> StepTimer:
 
 
 def settings_for(args):
-    from rubricrl.train.settings import GRPOSettings
+    from rubricrl.config import GRPOSettings
 
     overrides = {"max_steps": args.steps, "max_completion_length": args.max_completion_length}
     if args.save_steps is not None:
@@ -218,7 +218,7 @@ def check_model(model_dir: Path) -> None:
     quant = json.loads(config.read_text(encoding="utf-8")).get("quantization_config")
     if quant:
         sys.exit(f"grpo_step: {config} has a quantization_config ({quant.get('quant_method')}): neither path can "
-                 "fine-tune it. Re-create the folder with rubricrl.models.prepare_policy, which drops it.")
+                 "fine-tune it. Re-create the folder with rubricrl.inference.models.prepare_policy, which drops it.")
 
 
 def med(values: list[float]) -> float | None:
@@ -284,7 +284,7 @@ def main() -> None:
     if args.child:
         return child(args)
 
-    from rubricrl.models import build_tiny_model
+    from rubricrl.inference.models import build_tiny_model
 
     with tempfile.TemporaryDirectory(prefix="grpo_step_") as tmp:
         tmp = Path(tmp)

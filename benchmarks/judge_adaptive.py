@@ -24,11 +24,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rubricrl.data.generate import generate_dataset  # noqa: E402
-from rubricrl.judges.base import JudgeRequest  # noqa: E402
-from rubricrl.judges.openai_judge import OpenAIJudge  # noqa: E402
-from rubricrl.rubric.corruptions import corrupt  # noqa: E402
-from rubricrl.rubric.parse import parse_response  # noqa: E402
-from rubricrl.rubric.spec import JudgeConfig, load_rubric  # noqa: E402
+from rubricrl.reward.judges.base import JudgeRequest  # noqa: E402
+from rubricrl.reward.judges.openai_judge import OpenAIJudge  # noqa: E402
+from rubricrl.calibrate.corruptions import corrupt  # noqa: E402
+from rubricrl.reward.parse import parse_response  # noqa: E402
+from rubricrl.reward.load import load_rubric
+from rubricrl.config import JudgeConfig  # noqa: E402
 from tests.llama_server import running_server  # noqa: E402
 
 

@@ -3,8 +3,8 @@ commands run bare, side by side in one run.
 
 A scratch project gets one stage per stage of the real dvc.yaml, each a command that works for a fixed
 time (`--stage-seconds`) and writes one output. Measured:
-  bare   the stage commands one after another (what `python tasks/<stage>.py` costs besides its work);
-  flow   `flows.pipeline.pipeline(project=...)`: Prefect (embedded server), the MLflow pipeline run,
+  bare   the stage commands one after another (what `python -m rubricrl.stages.<stage>` costs besides its work);
+  flow   `rubricrl.flow.pipeline.pipeline(project=...)`: Prefect (embedded server), the MLflow pipeline run,
          `dvc repro --single-item` per stage, the concurrency slot, `dvc push` to a local remote.
 The overhead is flow - bare, in seconds; it does not grow with a stage's work, so it is also reported
 as a share of a real `make run` chain (`--chain-seconds`, default: the last measured fresh-clone run).
@@ -61,7 +61,7 @@ def main() -> None:
         bare = time.perf_counter() - start
         for p in proj.glob("out_*.txt"):
             p.unlink()
-        import flows.pipeline as fp  # sets the project-local Prefect environment first
+        import rubricrl.flow.pipeline as fp  # sets the project-local Prefect environment first
 
         start = time.perf_counter()
         fp.pipeline(project=str(proj))

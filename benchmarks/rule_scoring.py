@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 from rubricrl.data.generate import generate_dataset
-from rubricrl.rubric.scoring import RubricScorer
-from rubricrl.rubric.spec import load_rubric
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.reward.load import load_rubric
 
 GOAL = 20_000
-RUBRIC = Path(__file__).resolve().parent.parent / "rubricrl" / "rubrics" / "json_extraction.yaml"
+RUBRIC = Path(__file__).resolve().parent.parent / "rubricrl" / "reward" / "rubrics" / "json_extraction.yaml"
 
 
 def responses_for(task) -> list[str]:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from rubricrl.config import ScoringParams
 from rubricrl.data.generate import generate_dataset
-from rubricrl.grounding import clear_caches
-from rubricrl.rubric.parse import MAX_ITEMS
-from rubricrl.rubric.scoring import build_scorer
+from rubricrl.reward.grounding import clear_caches
+from rubricrl.reward.parse import MAX_ITEMS
+from rubricrl.reward.scoring import build_scorer
 
 
 def _fill(unit: str, size: int) -> str:

@@ -21,8 +21,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rubricrl.evals.generate import load_for_generation, prompt_texts  # noqa: E402
-from rubricrl.taskfile import load_tasks  # noqa: E402
+from rubricrl.inference.generate import load_for_generation, prompt_texts  # noqa: E402
+from rubricrl.core.taskfile import load_tasks  # noqa: E402
 from rubricrl.train.shared_prefill import share_prefill, unshare_prefill  # noqa: E402
 
 

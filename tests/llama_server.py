@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rubricrl.export import free_port, stop_server  # noqa: F401  (test_openai_judge imports them from here)
+from rubricrl.release.export import free_port, stop_server  # noqa: F401  (test_openai_judge imports them from here)
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

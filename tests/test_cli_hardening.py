@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rubricrl.atomic import COMMIT_MARKER, STAGING_PREFIX, atomic_open, output_set, write_json, write_jsonl
-from rubricrl.cli import main
+from rubricrl.core.atomic import COMMIT_MARKER, STAGING_PREFIX, atomic_open, output_set, write_json, write_jsonl
+from rubricrl.cli.main import main
 from rubricrl.config import load_params
-from rubricrl.errors import ConfigError
-from rubricrl.rubric.spec import SHIPPED, load_rubric
+from rubricrl.core.errors import ConfigError
+from rubricrl.reward.load import SHIPPED, load_rubric
 from tests.test_taskfile import GOOD, write_lines
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "rubricrl.cli"]
+CLI = [sys.executable, "-m", "rubricrl.cli.main"]
 
 
 def run_cli(*args, cwd=None, **kw) -> subprocess.CompletedProcess:

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from rubricrl.config import DistillParams
-from rubricrl.distill import align_vocab, build_student, gkd_train, hardness, select_layers
-from rubricrl.models import build_tiny_model
+from rubricrl.release.distill import align_vocab, build_student, gkd_train, hardness, select_layers
+from rubricrl.inference.models import build_tiny_model
 
 
 def test_layers_are_evenly_spaced_with_both_ends():
@@ -62,9 +62,9 @@ def test_hardness_is_zero_for_the_teacher_itself_and_one_gkd_step_runs(teacher, 
 
 
 def test_the_students_general_suites_pair_with_eval_generals_base_rows(tmp_path, monkeypatch):
-    from rubricrl.atomic import write_jsonl
+    from rubricrl.core.atomic import write_jsonl
     from rubricrl.general.run import SUITES, evaluate
-    from tasks import distill as stage
+    from rubricrl.stages import distill as stage
     from tests.test_general_gate import SMALL
 
     monkeypatch.chdir(tmp_path)

@@ -15,12 +15,11 @@ import yaml
 from pydantic import BaseModel
 
 from rubricrl.config import Params
-from rubricrl.dvcgraph import _paths, closure, scratch_project, stage_script
+from tools.dvc_deps import _paths, closure, scratch_project, stage_script
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
 UNTRACKED_PARAMS = {"tracking"}  # where runs are logged, not what a stage computes (see dvc.yaml)
-DATA_PREFIXES = ("data/", "outputs/", "metrics/")
 ENV = {**os.environ, "DVC_NO_ANALYTICS": "1"}
 
 
@@ -78,27 +77,20 @@ def test_code_deps_are_exactly_the_import_closure(stage):
     assert not missing and not extra, (
         f"stage '{stage}': code deps differ from what {stage_script(spec['cmd'])} imports; "
         f"missing: {missing}; superfluous (not imported, or a folder): {extra}. "
-        f"Print the expected list with `python -m rubricrl.dvcgraph {stage}`.")
-
-
-def path_literals(script: Path) -> set[str]:
-    tree = ast.parse(script.read_text(encoding="utf-8"))
-    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            and n.value.startswith(DATA_PREFIXES)}
+        f"Print the expected list with `python -m tools.dvc_deps {stage}`.")
 
 
 @pytest.mark.parametrize("stage", sorted(STAGES))
-def test_data_deps_match_the_paths_the_script_names(stage):
+def test_data_deps_are_the_paths_the_stage_declares(stage):
+    """A stage module names no path itself (tests/test_stage_paths.py): its data deps and outputs are its
+    declaration in rubricrl/stages/paths.py (the report stage: rubricrl.report.stage.deps)."""
+    from rubricrl.report.stage import deps as report_deps
+    from rubricrl.stages.paths import STAGES as DECLARED
+
     spec = STAGES[stage]
-    data_deps = [d for d in _paths(spec.get("deps")) if not is_code(d)]
-    outs = [p for k in ("outs", "metrics", "plots") for p in _paths(spec.get(k))]
-    names = path_literals(ROOT / stage_script(spec["cmd"]))
-    unlisted = sorted(n for n in names if not any(related(n, p) for p in data_deps + outs))
-    code = closure(stage_script(spec["cmd"]), ROOT)
-    unused = sorted(d for d in data_deps if not any(related(d, n) for n in names)
-                    and not (is_package_data(d) and any(c.startswith(str(Path(d).parent) + "/") for c in code)))
-    assert not unlisted, f"stage '{stage}': the script names {unlisted}, neither a dep nor an output"
-    assert not unused, f"stage '{stage}': data deps {unused} are named nowhere in its script"
+    data_deps = [d for d in _paths(spec.get("deps")) if not is_code(d) or is_package_data(d)]
+    declared = report_deps() if stage == "report" else DECLARED[stage].declared()["deps"]
+    assert sorted(data_deps) == sorted(declared), f"stage '{stage}': dvc.yaml data deps differ from its declaration"
 
 
 # --- params ---------------------------------------------------------------------------------------
@@ -213,10 +205,14 @@ CHANGES = [  # (what changes, the only stages `dvc status` may report)
     ("param:scoring.judge=openai", {"rubric", "grpo", "eval_task", "distill", "export"}),
     ("param:tracking.uri=sqlite:////tmp/elsewhere.db", set()),
     ("code:rubricrl/train/monitor.py", {"grpo"}),
-    ("code:rubricrl/evals/paired.py", {"eval_task", "eval_general", "distill"}),
+    ("code:rubricrl/metrics/paired.py", {"eval_task", "eval_general", "distill"}),
     ("code:rubricrl/general/qa.py", {"eval_general", "distill"}),  # distill scores the student on the suites too
     ("param:general.tolerance.qa=0.2", {"eval_general", "distill"}),
     ("code:rubricrl/data/domains/news.py", {"data"}),
+    # The reward's number normaliser and its rules: only the stages that score rerun (SFT stays up to date).
+    ("code:rubricrl/reward/grounding/numbers.py", {"rubric", "grpo", "eval_task", "distill", "export"}),
+    ("code:rubricrl/reward/rules.py", {"rubric", "grpo", "eval_task", "distill", "export"}),
+    ("code:rubricrl/core/tables.py", set(STAGES) - {"report"}),  # every stage writes its section with it
 ]
 
 
@@ -297,9 +293,9 @@ def test_the_plot_files_carry_the_columns_dvc_yaml_plots(tmp_path):
     """history.csv / monitor.csv (grpo) and summary.csv (eval_task) have every column the plots name."""
     import csv
 
-    from rubricrl.atomic import write_csv
-    from rubricrl.train.report import HISTORY_COLUMNS, MONITOR_COLUMNS, history_rows, monitor_rows
-    from tasks.eval_task import summary_rows
+    from rubricrl.core.atomic import write_csv
+    from rubricrl.train.section import HISTORY_COLUMNS, MONITOR_COLUMNS, history_rows, monitor_rows
+    from rubricrl.stages.eval_task import summary_rows
 
     log = [{"step": 1, "reward": 3.0, "reward_std": 1.0, "kl": 0.01, "completions/mean_length": 80.0},
            {"step": 1, "monitor/reward": 9.0, "monitor/field_accuracy": 0.5, "monitor/invented_rate": float("nan"),

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from rubricrl import export
-from rubricrl.evals import llamacpp
-from rubricrl.rubric.scoring import RubricScorer
-from rubricrl.rubric.spec import load_rubric
+from rubricrl.release import export
+from rubricrl.inference import conversion, llamacpp
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.reward.load import load_rubric
 from tests.test_llamacpp_engine import smol_tiny  # noqa: F401  (the fixture)
 from tests.test_task_eval import tiny_tasks
 
@@ -24,11 +24,11 @@ def scorer():
 
 def test_quantize_reload_and_score(smol_tiny, tmp_path, scorer):  # noqa: F811
     tasks = tiny_tasks()
-    f16 = llamacpp.gguf_for(smol_tiny, "f16")
+    f16 = conversion.gguf_for(smol_tiny, "f16")
     sizes = {}
     for kind in ("q8_0", "q4_k_m"):
         path = export.quantize(f16, tmp_path / f"m-{kind}.gguf", kind, threads=2)
-        llamacpp.check_gguf(path)
+        conversion.check_gguf(path)
         sizes[kind] = path.stat().st_size
         result = export.verify_gguf(path, smol_tiny, tasks, scorer, max_new_tokens=12, threads=2)
         assert result["verified"] and result["n"] == 3 and result["tokens"] > 0
@@ -41,7 +41,7 @@ def test_quantize_reload_and_score(smol_tiny, tmp_path, scorer):  # noqa: F811
 
 
 def test_a_truncated_gguf_fails_verification_naming_the_file(smol_tiny, tmp_path, scorer):  # noqa: F811
-    good = export.quantize(llamacpp.gguf_for(smol_tiny, "f16"), tmp_path / "good.gguf", "q8_0")
+    good = export.quantize(conversion.gguf_for(smol_tiny, "f16"), tmp_path / "good.gguf", "q8_0")
     cut = tmp_path / "model-q8_0.gguf"
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     with pytest.raises(export.ExportError, match=r"model-q8_0\.gguf: verification failed: .*unreadable GGUF"):
@@ -51,7 +51,7 @@ def test_a_truncated_gguf_fails_verification_naming_the_file(smol_tiny, tmp_path
 
 
 def test_serve_check_answers_through_the_openai_client(smol_tiny, tmp_path, scorer):  # noqa: F811
-    q4 = export.quantize(llamacpp.gguf_for(smol_tiny, "f16"), tmp_path / "model-q4_k_m.gguf", "q4_k_m")
+    q4 = export.quantize(conversion.gguf_for(smol_tiny, "f16"), tmp_path / "model-q4_k_m.gguf", "q4_k_m")
     task = tiny_tasks()[0]
     result = export.serve_check(q4, task, scorer, max_tokens=48)
     assert result["answer"].lstrip().startswith("{")  # the server's JSON grammar, even for a random model
@@ -63,8 +63,8 @@ def test_gptq_quantize_reload_and_score(smol_tiny, tmp_path, scorer):  # noqa: F
     pytest.importorskip("gptqmodel")
     from transformers import AutoTokenizer
 
-    from rubricrl.evals.generate import chat_texts
-    from rubricrl.prompt import task_messages
+    from rubricrl.inference.generate import chat_texts
+    from rubricrl.core.prompt import task_messages
 
     tasks = tiny_tasks()
     tok = AutoTokenizer.from_pretrained(str(smol_tiny))

@@ -16,9 +16,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import flows.pipeline as fp  # noqa: E402  (sets the Prefect environment before prefect is imported)
+import rubricrl.flow.pipeline as fp  # noqa: E402  (sets the Prefect environment before prefect is imported)
+import rubricrl.flow.serve as fs  # noqa: E402
 from rubricrl.config import PipelineParams, load_params  # noqa: E402
-from rubricrl.errors import ConfigError  # noqa: E402
+from rubricrl.core.errors import ConfigError  # noqa: E402
 
 WAITING = "another pipeline run is in progress"
 
@@ -129,7 +130,7 @@ def test_retries_only_for_stages_that_call_the_judge_endpoint():
     from prefect.states import Failed
 
     stages = fp.dvc_stages()
-    production = load_params(ROOT / "configs" / "production.yaml")
+    production = load_params(ROOT / "params.yaml", [ROOT / "configs" / "production.yaml"])
     assert fp.network_stages(production, stages) == {"rubric", "grpo", "eval_task", "distill", "export"}
     default = load_params(ROOT / "params.yaml")
     assert default.scoring.judge == "grounded" and fp.network_stages(default, stages) == set()
@@ -140,17 +141,38 @@ def test_retries_only_for_stages_that_call_the_judge_endpoint():
     assert (net.retries, net.retry_delay_seconds, net.retry_condition_fn) == (3, [10, 20, 40], fp.transient_failure)
     assert local.retries == 0 and local.retry_condition_fn is None
 
-    def retried(stderr):
-        err = RuntimeError(f"stage 'grpo' failed (exit 1): {stderr}\nERROR: failed to reproduce 'grpo'")
+    def retried(error, output="ERROR: failed to reproduce 'grpo'"):
+        err = fp.StageFailed("grpo", 1, output, error)
         return fp.transient_failure(net, None, Failed(data=err, message=repr(err)))
 
-    judge = "error: openai judge Qwen/Qwen2.5-72B-Instruct: task t1, criterion c: no verdict after 5 attempt(s): "
-    assert retried(judge + "connection failed to http://127.0.0.1:8000/v1")
-    assert retried(judge + "timed out after 120 s calling http://127.0.0.1:8000/v1")
-    assert retried(judge + "HTTP 503")
-    assert not retried(judge + "HTTP 401")  # a bad key: no retry heals it
-    assert not retried(judge + "unusable reply (no score in 0..3)")
-    assert not retried("error: rubric gate failed: probe all_null scores 0.1 below gold")
+    # The stage records its error's type (rubricrl.core.entry.record); the type decides, never the wording.
+    assert retried({"type": "rubricrl.core.errors.JudgeUnavailable", "transient": True})
+    assert not retried({"type": "rubricrl.core.errors.JudgeError", "transient": False})  # a bad key, a bad reply
+    assert not retried({"type": "rubricrl.calibrate.gate.GateError", "transient": False})
+    assert not retried(None)  # no record (a crash, a killed process): nothing says it may heal
+    judge = "error: openai judge m: task t1, criterion c: no verdict after 5 attempt(s): connection failed to x"
+    assert not retried({"transient": False}, judge)  # a message that reads transient does not make it so
+    assert retried({"transient": True}, "error: the endpoint's message, reworded in any way")
+    assert not fp.transient_failure(net, None, Failed(data=RuntimeError("other"), message="other"))
+
+
+def test_a_stage_records_its_error_type_and_the_flow_retries_on_it(prefect_api, scratch):
+    """End to end: a stage failing with JudgeUnavailable is retried; one failing with JudgeError is not."""
+    code = ("from rubricrl.core.entry import stage_main; from rubricrl.core import errors; "
+            "stage_main(lambda: (_ for _ in ()).throw(errors.{kind}('the endpoint said {kind}')))")
+    spec = yaml.safe_load((scratch / "dvc.yaml").read_text())
+    spec["stages"]["unavailable"] = {"cmd": f'{sys.executable} -c "{code.format(kind="JudgeUnavailable")}"'}
+    spec["stages"]["refused"] = {"cmd": f'{sys.executable} -c "{code.format(kind="JudgeError")}"'}
+    (scratch / "dvc.yaml").write_text(yaml.safe_dump(spec))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    task = fp.stage_task(True).with_options(retry_delay_seconds=0)
+    for stage, transient in (("unavailable", True), ("refused", False)):
+        fp.SUMMARY.clear()
+        with pytest.raises(fp.StageFailed) as err:
+            task(stage, False, env, str(scratch))
+        assert err.value.transient is transient and err.value.error["type"].endswith(stage == "refused" and
+                                                                                       "JudgeError" or "JudgeUnavailable")
+        assert [r["outcome"] for r in fp.SUMMARY] == ["FAILED"] * (4 if transient else 1)  # 3 retries, or none
 
 
 def test_a_changed_task_file_retriggers_the_deployment(prefect_api, tmp_path):
@@ -158,15 +180,15 @@ def test_a_changed_task_file_retriggers_the_deployment(prefect_api, tmp_path):
     from prefect.events.filters import EventFilter, EventNameFilter
     from prefect.events.worker import EventsWorker
 
-    dep_id = fp.pipeline_deployment("0 3 * * *", ["data"]).apply()
+    dep_id = fs.pipeline_deployment("0 3 * * *", ["data"]).apply()
     with client() as c:
         assert c.read_deployment(dep_id).schedules[0].schedule.cron == "0 3 * * *"
         autos = c.read_resource_related_automations(f"prefect.deployment.{dep_id}")
-        assert [(a.trigger.expect, a.actions[0].type) for a in autos] == [({fp.EVENT}, "run-deployment")]
+        assert [(a.trigger.expect, a.actions[0].type) for a in autos] == [({fs.EVENT}, "run-deployment")]
 
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('{"id": "a"}\n')
-    watcher = fp.TaskFileWatcher(["tasks.jsonl", "missing.jsonl"], root=tmp_path)
+    watcher = fs.TaskFileWatcher(["tasks.jsonl", "missing.jsonl"], root=tmp_path)
     assert watcher.poll() == []  # unchanged: nothing
     tasks.write_text('{"id": "b"}\n')
     assert watcher.poll() == []  # new content seen once: it may still be being written
@@ -179,13 +201,13 @@ def test_a_changed_task_file_retriggers_the_deployment(prefect_api, tmp_path):
         while not (runs and events) and time.monotonic() < deadline:  # the run and the stored event
             time.sleep(1)
             runs = c.read_flow_runs(deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[dep_id])))
-            events = c.read_events(filter=EventFilter(event=EventNameFilter(name=[fp.EVENT])), limit=50).events
+            events = c.read_events(filter=EventFilter(event=EventNameFilter(name=[fs.EVENT])), limit=50).events
     assert [(r.state_name, r.parameters) for r in runs] == [("Scheduled", {"force_stages": ["data"]})]
     assert [(e.resource.id, e.payload["path"]) for e in events] == [("rubricrl.tasks-file.tasks.jsonl", "tasks.jsonl")]
 
 
 def test_pipeline_status_lists_the_last_runs(two_runs, failed_run, capsys, monkeypatch):
-    from rubricrl.cli import main
+    from rubricrl.cli.main import main
 
     monkeypatch.chdir(ROOT)
     main(["pipeline", "status", "-n", "10"])
@@ -202,7 +224,7 @@ def test_a_bad_cron_names_pipeline_cron(tmp_path):
     with pytest.raises(ConfigError, match=r"params.yaml:\d+: pipeline.cron: .*'25' is no hour \(0-23\)"):
         load_params(path)
     with pytest.raises(ConfigError, match="--cron: .*not a cron expression"):
-        fp.serve_pipeline(cron="every day")  # the override is checked before anything is served
+        fs.serve_pipeline(cron="every day")  # the override is checked before anything is served
 
     from prefect._internal.schemas.validators import validate_cron_string
 

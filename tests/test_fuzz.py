@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from rubricrl.atomic import write_jsonl
+from rubricrl.core.atomic import write_jsonl
 from rubricrl.data.generate import generate_dataset
-from rubricrl.errors import RubricRLError, TaskFileError
-from rubricrl.rubric.parse import ParsedResponse, Shape, parse_response
-from rubricrl.rubric.scoring import RubricScorer
-from rubricrl.rubric.spec import load_rubric
-from rubricrl.taskfile import Task, check_schema, load_responses, load_tasks, parse_task_lines
+from rubricrl.core.errors import RubricRLError, TaskFileError
+from rubricrl.reward.parse import ParsedResponse, Shape, parse_response
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.reward.load import load_rubric
+from rubricrl.core.taskfile import Task, check_schema, load_responses, load_tasks, parse_task_lines
 
 from tests.test_scoring import RUBRIC
 from tests.test_taskfile import GOOD

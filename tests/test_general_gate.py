@@ -5,16 +5,16 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
-from flows.pipeline import retrain_until_general_passes
 from rubricrl.config import GeneralParams, load_params
-from rubricrl.general.retrain import GeneralGateError, gate_failures
+from rubricrl.flow.retrain import GeneralGateError, gate_failures, retrain_until_general_passes
 from rubricrl.general.run import SUITES, compare, evaluate, gate, markdown
-from rubricrl.models import build_tiny_model
+from rubricrl.inference.models import build_tiny_model
 from tests.test_llamacpp_engine import smol_tiny  # noqa: F401  (the fixture: a tiny model llama.cpp can convert)
 
 ROOT = Path(__file__).resolve().parent.parent
-SMALL = GeneralParams(sizes={"ifeval": 4, "humaneval": 2, "qa": 4, "perplexity": 3}, perplexity_max_tokens=32,
+SMALL = GeneralParams(sizes={"ifeval": 4, "humaneval": 2, "qa": 4, "perplexity": 3}, perplexity_max_tokens=32, engine="transformers",
                       max_new_tokens={"ifeval": 12, "humaneval": 12, "qa": 12}, n_boot=200)
 
 
@@ -71,18 +71,22 @@ def test_a_failed_general_gate_retrains_grpo_with_lower_lr_and_higher_beta(proje
     _write_gate(project, passed=False)  # the injected failure
     ran, env = [], {}
     outcomes = iter([False, True])  # still failing after the first retrain, passing after the second
+    before = (project / "params.yaml").read_text()
 
-    def run_stages(names):
-        ran.append((names, env.get("RUBRICRL_ATTEMPT")))
+    def run_stages(names, forced=False):
+        # What a stage process of this attempt reads: params.yaml with the overlays the flow passes.
+        seen = load_params(project / "params.yaml", [project / p for p in env["RUBRICRL_PARAMS_OVERLAY"].split(":")])
+        ran.append((names, forced, env.get("RUBRICRL_ATTEMPT"), seen.grpo.learning_rate, seen.grpo.beta))
         _write_gate(project, next(outcomes))
 
     retrain = load_params(project / "params.yaml").general.retrain
     assert retrain_until_general_passes(project, retrain, ORDER, run_stages, env) == 2
-    assert ran == [(ORDER[4:], "1"), (ORDER[4:], "2")]  # grpo and everything downstream, each attempt tagged
-    params = load_params(project / "params.yaml")
-    assert params.grpo.learning_rate == pytest.approx(3e-6 * 0.25) and params.grpo.beta == pytest.approx(0.08)
-    text = (project / "params.yaml").read_text()
-    assert "# CPU runs few steps; the seed's 1e-6 is for 500" in text and "tasks_file: null" in text  # comments kept
+    # grpo and everything downstream, forced, each attempt tagged, each with a lower lr and a higher beta
+    assert [r[:3] for r in ran] == [(ORDER[4:], True, "1"), (ORDER[4:], True, "2")]
+    assert [r[3:] for r in ran] == [pytest.approx((1.5e-6, 0.04)), pytest.approx((0.75e-6, 0.08))]
+    assert (project / "params.yaml").read_text() == before  # never rewritten: the overlays carry the change
+    assert yaml.safe_load((project / ".cache/retrain/attempt-2.yaml").read_text()) == {
+        "grpo": {"learning_rate": 7.5e-07, "beta": 0.08}}
 
 
 def test_the_flow_stops_naming_the_suite_after_the_last_attempt(project):
@@ -90,7 +94,7 @@ def test_the_flow_stops_naming_the_suite_after_the_last_attempt(project):
     calls = []
     retrain = load_params(project / "params.yaml").general.retrain
     with pytest.raises(GeneralGateError, match=r"after 2 retrain\(s\) of GRPO:\n  - grpo: qa: -0.300"):
-        retrain_until_general_passes(project, retrain, ORDER, lambda names: calls.append(names), {})
+        retrain_until_general_passes(project, retrain, ORDER, lambda names, forced: calls.append(names), {})
     assert len(calls) == 2
     assert gate_failures(project / "metrics/general.json") == [
         "grpo: qa: -0.300 [-0.500, -0.100], p=0.010 is a drop beyond the tolerance 0.1"]
@@ -100,7 +104,7 @@ def test_a_passing_gate_retrains_nothing(project):
     _write_gate(project, passed=True)
     before = (project / "params.yaml").read_text()
     assert retrain_until_general_passes(project, load_params(project / "params.yaml").general.retrain, ORDER,
-                                        lambda names: pytest.fail("no retrain expected"), {}) == 0
+                                        lambda names, forced: pytest.fail("no retrain expected"), {}) == 0
     assert (project / "params.yaml").read_text() == before
 
 

@@ -75,7 +75,7 @@ def test_heldout_loads():
 def tiny(tmp_path_factory):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rubricrl.models import build_tiny_model
+    from rubricrl.inference.models import build_tiny_model
 
     path = build_tiny_model(tmp_path_factory.mktemp("ppl") / "m", seed=0)
     model = AutoModelForCausalLM.from_pretrained(path).eval()

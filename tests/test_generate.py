@@ -17,8 +17,8 @@ import pytest
 from rubricrl.data.domains import ALL
 from rubricrl.data.domains.base import Record
 from rubricrl.data.generate import DEFAULT_HELDOUT, DOMAINS, generate_dataset
-from rubricrl.grounding import normalize_text, rules_for, source_for
-from rubricrl.taskfile import check_task_row
+from rubricrl.reward.grounding import normalize_text, rules_for, source_for
+from rubricrl.core.taskfile import check_task_row
 
 SEED_DOMAINS = ("product_review", "customer_service", "news")
 CJK = re.compile(r"[\u4e00-\u9fff]")

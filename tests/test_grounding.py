@@ -15,13 +15,13 @@ import json
 import pytest
 
 from rubricrl.data.domains.values import UNIT_WORDS
-from rubricrl.grounding import (COPY_MAX_CHARS, COPY_MAX_CJK_CHARS, COPY_MAX_WORDS, STRICT, UNIT_WHITELIST, FieldRule,
+from rubricrl.reward.grounding import (COPY_MAX_CHARS, COPY_MAX_CJK_CHARS, COPY_MAX_WORDS, STRICT, UNIT_WHITELIST, FieldRule,
                                 Source, copy_problem, field_rules, parse_number, rules_for, source_for, values_match)
-from rubricrl.judges.base import JudgeRequest
-from rubricrl.judges.grounded import GroundedJudge
-from rubricrl.rubric.rules import TaskContext, invented_fields
-from rubricrl.rubric.spec import Criterion
-from rubricrl.taskfile import Task
+from rubricrl.reward.judges.base import JudgeRequest
+from rubricrl.reward.judges.grounded import GroundedJudge
+from rubricrl.reward.rules import TaskContext, invented_fields
+from rubricrl.reward.spec import Criterion
+from rubricrl.core.taskfile import Task
 
 MASS, TIME, PERCENT = FieldRule((0.001, 1.0, 1000.0)), FieldRule((1 / 60, 1.0, 60.0)), FieldRule((0.01, 1.0, 100.0))
 WAN = FieldRule((0.0001, 1.0, 10000.0))

@@ -15,15 +15,15 @@ import json
 import mlflow
 import pytest
 
-from rubricrl.models import build_tiny_model
-from rubricrl.rubric.reward import RubricReward
-from rubricrl.rubric.scoring import RubricScorer
-from rubricrl.rubric.spec import Rubric
+from rubricrl.inference.models import build_tiny_model
+from rubricrl.reward.functions import RubricReward
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.reward.spec import Rubric
 from rubricrl.train.grpo import train_grpo
 from rubricrl.train.monitor import Evaluation, HackMonitor, evaluate
-from rubricrl.train.report import training_markdown
+from rubricrl.train.section import training_markdown
 from rubricrl.train.rollback import RollbackMonitor, SpikeDetector
-from rubricrl.train.settings import HackMonitorSettings, RollbackSettings
+from rubricrl.config import HackMonitorSettings, RollbackSettings
 from tests.train_helpers import rubric_reward, tiny_settings, tiny_tasks
 
 HACKABLE = Rubric.model_validate({

@@ -18,12 +18,13 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from rubricrl.errors import ConfigError, JudgeError
-from rubricrl.judges.base import JudgeRequest
-from rubricrl.judges.judge_cache import cache_key
-from rubricrl.judges.openai_judge import OpenAIJudge, Redactor, _short, parse_verdict
-from rubricrl.rubric.spec import Criterion, JudgeConfig
-from rubricrl.taskfile import Task
+from rubricrl.core.errors import ConfigError, JudgeError
+from rubricrl.reward.judges.base import JudgeRequest
+from rubricrl.reward.judges.cache import cache_key
+from rubricrl.reward.judges.openai_judge import OpenAIJudge, Redactor, _short, parse_verdict
+from rubricrl.reward.spec import Criterion
+from rubricrl.config import JudgeConfig
+from rubricrl.core.taskfile import Task
 from tests.llama_server import free_port
 
 KEY_ENV = "RUBRICRL_TEST_HARDENING_KEY"
@@ -329,3 +330,32 @@ def test_cache_key_covers_the_endpoint(server, make_judge, tmp_path):
     moved = make_judge(f"{server}/ok2", cache_dir=str(tmp_path))  # another endpoint: the cache must miss
     assert moved.judge_batch([REQUEST])[0].calls == 1
     assert Handler.hits == Counter(ok=1, ok2=1)
+
+
+@pytest.mark.parametrize("path,transient", [
+    (None, True),  # nothing listens
+    ("trickle_body", True),  # timed out
+    ("echo500forms", True),  # HTTP 5xx
+    ("echo401", False),  # a bad key: no wait heals it
+    ("unusable_echo", False),  # it answered, with no verdict
+])
+def test_the_error_type_says_whether_the_endpoint_may_come_back(server, make_judge, path, transient):
+    """JudgeUnavailable (a TransientError the flow retries) only when the endpoint did not answer."""
+    from rubricrl.core.errors import JudgeUnavailable, TransientError
+
+    base_url = f"{server}/{path}" if path else f"http://127.0.0.1:{free_port()}/v1"
+    judge = make_judge(base_url, timeout_s=0.4)
+    with pytest.raises(JudgeError) as err:
+        judge.judge_batch([REQUEST])
+    assert isinstance(err.value, JudgeUnavailable) is transient and isinstance(err.value, TransientError) is transient
+
+
+def test_the_environments_openai_settings_never_reach_the_judge(server, make_judge, monkeypatch):
+    """The openai client reads OPENAI_API_KEY (and organization, project) from the environment when not given
+    them; the judge gives it its own key or a placeholder, so another service's key is never sent."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-Abcdefgh12345678")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-env")
+    judge = make_judge(f"{server}/echo401")  # answers with the Authorization header it received
+    with pytest.raises(JudgeError) as err:
+        judge.judge_batch([REQUEST])
+    assert "Bearer EMPTY" in str(err.value) and "sk-env" not in str(err.value)

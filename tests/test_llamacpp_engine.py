@@ -1,8 +1,8 @@
 """The llama.cpp engine: HF -> GGUF with llama.cpp's converter, the same prompts and answers as transformers."""
 import pytest
 
-from rubricrl.evals import llamacpp
-from rubricrl.evals.generate import generate_with_stats, sample_responses
+from rubricrl.inference import conversion, llamacpp
+from rubricrl.inference.generate import generate_with_stats, sample_responses
 from tests.test_task_eval import tiny_tasks
 from tests.train_helpers import roughen_weights
 
@@ -13,7 +13,7 @@ def smol_tiny(tmp_path_factory):
     with weights large enough that greedy decoding is not all one token."""
     from transformers import AutoTokenizer
 
-    from rubricrl.models import build_tiny_model, embedded_gguf
+    from rubricrl.inference.models import build_tiny_model, embedded_gguf
 
     gguf = embedded_gguf()
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -35,7 +35,7 @@ def test_greedy_answers_match_transformers(smol_tiny):
     # The stage path (F16, the default) runs too, and the GGUF is cached by content.
     texts, stats = generate_with_stats(smol_tiny, tasks, max_new_tokens=16, desc=None, engine="llama_cpp")
     assert len(texts) == 3 and stats.new_tokens > 0
-    assert len(list(llamacpp.cache_dir().glob("*.gguf"))) == 2  # f32 and f16, each converted once
+    assert len(list(conversion.cache_dir().glob("*.gguf"))) == 2  # f32 and f16, each converted once
 
 
 def test_samples_differ_per_draw_and_repeat_per_seed(smol_tiny):
@@ -49,26 +49,26 @@ def test_samples_differ_per_draw_and_repeat_per_seed(smol_tiny):
 
 
 def test_a_truncated_or_foreign_file_fails_with_a_clear_error(smol_tiny, tmp_path):
-    good = llamacpp.gguf_for(smol_tiny)
+    good = conversion.gguf_for(smol_tiny)
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 3])
-    with pytest.raises(llamacpp.EngineError, match="cut.gguf: unreadable GGUF"):
-        llamacpp.check_gguf(cut)
+    with pytest.raises(conversion.EngineError, match="cut.gguf: unreadable GGUF"):
+        conversion.check_gguf(cut)
     other = tmp_path / "other.gguf"
     other.write_bytes(b"PK\x03\x04 not a gguf")
-    with pytest.raises(llamacpp.EngineError, match="not a GGUF file"):
-        llamacpp.check_gguf(other)
+    with pytest.raises(conversion.EngineError, match="not a GGUF file"):
+        conversion.check_gguf(other)
 
 
 def test_conversion_failures_and_a_missing_converter_name_the_cause(tmp_path, monkeypatch):
-    from rubricrl.models import build_tiny_model
+    from rubricrl.inference.models import build_tiny_model
 
     tiny = build_tiny_model(tmp_path / "bpe")  # a tokenizer llama.cpp does not know
-    with pytest.raises(llamacpp.EngineError, match="pre-tokenizer was not recognized"):
-        llamacpp.gguf_for(tiny)
-    assert not list(llamacpp.cache_dir().glob("*")) or not list(llamacpp.cache_dir().glob("*.gguf"))
-    with pytest.raises(llamacpp.EngineError, match="no \\*.safetensors"):
-        llamacpp.gguf_for(tmp_path)
+    with pytest.raises(conversion.EngineError, match="pre-tokenizer was not recognized"):
+        conversion.gguf_for(tiny)
+    assert not list(conversion.cache_dir().glob("*")) or not list(conversion.cache_dir().glob("*.gguf"))
+    with pytest.raises(conversion.EngineError, match="no \\*.safetensors"):
+        conversion.gguf_for(tmp_path)
     monkeypatch.setenv("RUBRICRL_LLAMA_CPP_SRC", str(tmp_path / "nowhere"))
-    with pytest.raises(llamacpp.EngineError, match="make setup"):
-        llamacpp.converter_dir()
+    with pytest.raises(conversion.EngineError, match="make setup"):
+        conversion.converter_dir()

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rubricrl.models import EMBEDDED_POLICY, prepare_policy
+from rubricrl.inference.models import EMBEDDED_POLICY, prepare_policy
 
 
 @pytest.mark.slow
@@ -29,7 +29,7 @@ def test_embedded_policy_becomes_a_trainable_hf_folder(tmp_path):
 def test_gguf_parsed_once_caches_inside_the_block_and_restores_gguf_after():
     import gguf
 
-    from rubricrl.models import gguf_parsed_once
+    from rubricrl.inference.models import gguf_parsed_once
 
     before = gguf.GGUFReader, gguf.get_tensor_name_map
     with gguf_parsed_once():

@@ -7,12 +7,13 @@ import threading
 
 import pytest
 
-from rubricrl.errors import ConfigError, JudgeError
-from rubricrl.judges.base import JudgeRequest
-from rubricrl.judges.openai_judge import OpenAIJudge, build_judge_messages, parse_verdict
-from rubricrl.prompt import task_user_message
-from rubricrl.rubric.spec import Criterion, Example, JudgeConfig
-from rubricrl.taskfile import Task
+from rubricrl.core.errors import ConfigError, JudgeError
+from rubricrl.reward.judges.base import JudgeRequest
+from rubricrl.reward.judges.openai_judge import OpenAIJudge, build_judge_messages, parse_verdict
+from rubricrl.core.prompt import task_user_message
+from rubricrl.reward.spec import Criterion, Example
+from rubricrl.config import JudgeConfig
+from rubricrl.core.taskfile import Task
 from tests.llama_server import free_port, running_server, start_server, stop_server
 
 TASK = Task(

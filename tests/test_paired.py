@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rubricrl.evals.paired import describe, paired_difference
+from rubricrl.metrics.paired import describe, paired_difference
 
 
 def test_known_shift_is_detected():

@@ -44,7 +44,7 @@ TINY_CHAIN = ("data", "prepare_model", "sft", "rubric")
 
 @pytest.mark.slow
 def test_pipeline_runs_stages_tracks_lineage_and_skips_up_to_date(tmp_path):
-    from rubricrl.models import build_tiny_model
+    from rubricrl.inference.models import build_tiny_model
 
     tiny = build_tiny_model(tmp_path / "tiny")
     proj = make_project(tmp_path, sections={
@@ -102,7 +102,7 @@ def test_pipeline_runs_stages_tracks_lineage_and_skips_up_to_date(tmp_path):
 
 def test_stage_order_follows_the_dvc_graph():
     sys.path.insert(0, str(ROOT))
-    from flows.pipeline import stage_order
+    from rubricrl.flow.pipeline import stage_order
 
     order = stage_order()
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
@@ -119,7 +119,7 @@ def test_bad_user_task_file_stops_the_stage_with_file_line_and_writes_nothing(tm
     params = yaml.safe_load((proj / "params.yaml").read_text())
     params["data"].update(source="file", tasks_file="user.jsonl")
     (proj / "params.yaml").write_text(yaml.safe_dump(params))
-    res = subprocess.run([sys.executable, "tasks/data.py"], cwd=proj, text=True, capture_output=True)
+    res = subprocess.run([sys.executable, "rubricrl/stages/data.py"], cwd=proj, text=True, capture_output=True)
     assert res.returncode == 2
     assert "user.jsonl:1: schema: missing required key" in res.stderr
     assert not (proj / "data").exists() and not (proj / "metrics").exists()

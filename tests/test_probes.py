@@ -9,16 +9,16 @@ import pytest
 
 from rubricrl.config import Params, RubricParams
 from rubricrl.data.generate import generate_dataset
-from rubricrl.evals.strict import strict_counts
-from rubricrl.grounding import extract_numbers
-from rubricrl.models import build_tiny_model
-from rubricrl.rubric.calibrate import CalItem, calibrate, calibration_set, on_policy_metrics
-from rubricrl.rubric.corruptions import MODES
-from rubricrl.rubric.draft import derive_rubric
-from rubricrl.rubric.report import GateError, check_gate, gate_failures
-from rubricrl.rubric.scoring import RubricScorer
-from rubricrl.rubric.spec import Rubric
-from rubricrl.rubric.workflow import run_calibration
+from rubricrl.metrics.strict import strict_counts
+from rubricrl.reward.grounding import extract_numbers
+from rubricrl.inference.models import build_tiny_model
+from rubricrl.calibrate.calibrate import CalItem, calibrate, calibration_set, on_policy_metrics
+from rubricrl.calibrate.corruptions import MODES
+from rubricrl.calibrate.draft import derive_rubric
+from rubricrl.calibrate.gate import GateError, check_gate, gate_failures
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.reward.spec import Rubric
+from rubricrl.calibrate.workflow import run_calibration
 
 NEW_PROBES = ("all_null", "null_uncertain", "distractor_value", "scaled_unit", "copy_source", "shortened_value",
               "hedged_value")
@@ -155,7 +155,8 @@ def test_on_policy_metrics_follow_the_true_metric(val):
 def test_the_stage_samples_the_policy_and_the_gate_requires_signal(val, tmp_path):
     """rubric.policy_samples answers per task from a (tiny random) model at the GRPO temperature."""
     model = build_tiny_model(tmp_path / "tiny")
-    params = Params(rubric={"policy_samples": 2, "policy_tasks": 3}, grpo={"max_completion_length": 8})
+    params = Params(rubric={"policy_samples": 2, "policy_tasks": 3, "sample_engine": "transformers"},
+                    grpo={"max_completion_length": 8})
     cal = run_calibration(derive_rubric(val), val[:8], params, policy_model=model)
     pol = cal.report["on_policy"]
     assert pol["n_samples"] == 6 and pol["n_tasks"] == 3

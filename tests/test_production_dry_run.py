@@ -1,5 +1,5 @@
 """Dry run of the production path (README "Production on a GPU work pool"): no GPU, no network, neither vLLM nor
-DeepSpeed installed. Every check of rubricrl.production runs on the real files, then on a copy broken in one
+DeepSpeed installed. Every check of tools.production_check runs on the real files, then on a copy broken in one
 place, so that each is seen to fail."""
 
 import copy
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rubricrl import production as prod
+from tools import production_check as prod
 from rubricrl.config import load_params
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,16 +32,13 @@ IMPORTS_SCRIPT = textwrap.dedent("""
     log = Path(os.environ["FAKE_GPU_LOG"])
     seen = lambda: log.read_text().split() if log.exists() else []
     import rubricrl
-    modules = ["flows.pipeline"] + [m.name for m in pkgutil.walk_packages(rubricrl.__path__, "rubricrl.")]
+    modules = ["rubricrl.flow.pipeline"] + [m.name for m in pkgutil.walk_packages(rubricrl.__path__, "rubricrl.")]
     for m in modules:
         importlib.import_module(m)
-    for i, script in enumerate(sorted((root / "tasks").glob("*.py"))):
-        spec = importlib.util.spec_from_file_location(f"stage_script_{i}", script)
-        spec.loader.exec_module(importlib.util.module_from_spec(spec))
     after_imports = seen()
     from rubricrl.config import load_params
-    from rubricrl.production import grpo_dry_config
-    config = grpo_dry_config(load_params(root / "configs/production.yaml").grpo)
+    from tools.production_check import grpo_dry_config
+    config = grpo_dry_config(load_params(root / "params.yaml", [root / "configs/production.yaml"]).grpo)
     after_config = seen()
     for name in ("vllm", "deepspeed"):  # the control: an import of either is recorded
         try:
@@ -83,7 +80,7 @@ def gpu_imports(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def real():
-    params = load_params(ROOT / prod.PROFILE)
+    params = load_params(ROOT / "params.yaml", [ROOT / prod.PROFILE])
     accel, problems = prod.accelerate_config(ROOT / prod.ACCELERATE)
     assert problems == []
     return {"doc": prod.read_yaml(ROOT / "prefect.yaml"), "params": params, "accel": accel,
@@ -92,12 +89,12 @@ def real():
 
 
 def profile(tmp_path, change) -> object:
-    """The production profile with one change applied to its YAML."""
+    """The production profile with one change applied to its YAML (an overlay of params.yaml)."""
     doc = copy.deepcopy(PROFILE)
     change(doc)
-    path = tmp_path / "params.yaml"
+    path = tmp_path / "production.yaml"
     path.write_text(yaml.safe_dump(doc))
-    return load_params(path)
+    return load_params(ROOT / "params.yaml", [path])
 
 
 def test_the_whole_dry_run_passes(real):
@@ -122,7 +119,7 @@ def test_both_entrypoints_load_the_flow_and_parameters_fit_it(real):
     deps = [prod.deployment(real["doc"], n) for n in (prod.CPU_DEPLOYMENT, prod.GPU_DEPLOYMENT)]
     assert all(d["entrypoint"] == prod.FLOW_ENTRYPOINT for d in deps)
     assert [prod.flow_problems(d, ROOT) for d in deps] == [[], []]
-    for change, says in [({"entrypoint": "flows/pipeline.py:run_pipeline"}, "is not a flow"),
+    for change, says in [({"entrypoint": "rubricrl/flow/pipeline.py:run_pipeline"}, "is not a flow"),
                          ({"entrypoint": "flows/pipelines.py:pipeline"}, "names no file"),
                          ({"parameters": {"profile": "production"}}, "do not fit"),
                          ({"parameters": {"project": "/opt/rubricrl", "force": "maybe"}}, "do not fit")]:
@@ -168,10 +165,10 @@ CCK = "work_pool.job_variables.container_create_kwargs"
     ("work_pool.job_variables.volumes.0", "/srv/rubricrl:/workspace", "no volume's mount point"),
     ("parameters.project", "/workspace", "no volume's mount point"),
     ("pull.0", {"prefect.deployments.steps.set_working_directory": {"directory": "/tmp"}}, "first pull step"),
-    ("pull.1", {"rubricrl.production.secret_to_env": {"block": "b", "env": "OPENAI_API_KEY"}}, "api_key_env"),
-    ("pull.1", {"rubricrl.production.secret_to_env": {"name": "b", "env": "RUBRICRL_JUDGE_API_KEY"}},
-     "pull step rubricrl.production.secret_to_env"),
-    ("pull.2", {"rubricrl.production.prefligth": {"project": "/opt/rubricrl"}}, "prefligth"),
+    ("pull.1", {"rubricrl.flow.deploy.secret_to_env": {"block": "b", "env": "OPENAI_API_KEY"}}, "api_key_env"),
+    ("pull.1", {"rubricrl.flow.deploy.secret_to_env": {"name": "b", "env": "RUBRICRL_JUDGE_API_KEY"}},
+     "pull step rubricrl.flow.deploy.secret_to_env"),
+    ("pull.2", {"rubricrl.flow.deploy.prefligth": {"project": "/opt/rubricrl"}}, "prefligth"),
     ("schedules.0.cron", "0 4 * * *", "pipeline.cron"),
     ("schedules", None, "pipeline.cron"),
 ])
@@ -328,8 +325,11 @@ def test_secret_to_env_reads_the_block_at_run_time(monkeypatch):
 
 
 def test_preflight_refuses_what_this_machine_cannot_run(tmp_path):
+    from rubricrl.config import apply_overlay
+
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
-    shutil.copy(ROOT / prod.PROFILE, tmp_path / "params.yaml")
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    apply_overlay(ROOT / prod.PROFILE, tmp_path / "params.yaml")  # the GPU host's checkout: the profile applied
     key = {"RUBRICRL_JUDGE_API_KEY": "k"}
     assert prod.preflight_problems(tmp_path, 8, lambda p: True, key) == []
     assert "1 GPU(s) visible" in " ".join(prod.preflight_problems(tmp_path, 1, lambda p: True, key))

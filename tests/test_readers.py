@@ -6,14 +6,14 @@ import time
 
 import pytest
 
-from rubricrl import taskfile
-from rubricrl.atomic import write_jsonl
-from rubricrl.errors import TaskFileError
-from rubricrl.jsonio import JSONError, loads_strict
-from rubricrl.rubric.parse import MAX_ITEMS, Shape, parse_response
-from rubricrl.rubric.scoring import RubricScorer
-from rubricrl.rubric.spec import load_rubric
-from rubricrl.taskfile import Task, load_responses, load_tasks
+from rubricrl.core import jsonio, taskfile
+from rubricrl.core.atomic import write_jsonl
+from rubricrl.core.errors import TaskFileError
+from rubricrl.core.jsonio import JSONError, loads_strict
+from rubricrl.reward.parse import MAX_ITEMS, Shape, parse_response
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.reward.load import load_rubric
+from rubricrl.core.taskfile import Task, load_responses, load_tasks
 
 from tests.test_scoring import RUBRIC
 from tests.test_taskfile import GOOD, write_lines
@@ -141,7 +141,7 @@ def test_crlf_line_endings_still_load(tmp_path):
 
 
 def test_a_huge_line_is_reported_not_parsed(tmp_path, monkeypatch):
-    monkeypatch.setattr(taskfile, "MAX_LINE_CHARS", 1000)
+    monkeypatch.setattr(jsonio, "MAX_LINE_CHARS", 1000)  # the one JSONL reader (rubricrl.core.jsonio) holds the limit
     path = write_lines(tmp_path / "t.jsonl", [GOOD, {**GOOD, "id": "t2", "text": "x" * 2000}])
     with pytest.raises(TaskFileError) as err:
         load_tasks(path)
@@ -248,7 +248,7 @@ def test_schema_patterns_use_the_regex_module_everywhere(tmp_path):
 
 
 def test_decimal_places_reads_only_the_answer_object():
-    from rubricrl.rubric.rules import TaskContext, decimal_places
+    from rubricrl.reward.rules import TaskContext, decimal_places
 
     task = Task("d", "Extract.", "It costs 12.50 euros.", {"type": "object", "properties": {"price": {"type": "number"}}},
                 constraints=("Give price with two decimals.",))
@@ -257,3 +257,47 @@ def test_decimal_places_reads_only_the_answer_object():
     for raw, units in [('{"price": 12.5}', 1), ('{"price": 12.50}', 0), ('I guess "price": 1.5 but {"price": 12.50}', 0),
                        ('{"note": "\\"price\\": 1.5", "price": 12.5}', 1), ('"' + '\\"' * 50_000 + ' {"price": 12.50}', 0)]:
         assert decimal_places(ctx, parse_response(raw), None)[0] == units, raw
+
+
+SEPARATORS = "\u2028\u2029\u0085"  # legal inside JSON strings; str.splitlines() cuts a line at each
+
+
+def test_unicode_line_separators_round_trip_through_every_reader(tmp_path, monkeypatch):
+    """A model answer (or a task text) holding U+2028, U+2029 and U+0085 is written raw by write_jsonl and reads
+    back whole through every JSONL reader of the project."""
+    from rubricrl.core.jsonio import read_jsonl
+    from rubricrl.general import ifeval, qa
+    from rubricrl.stages import export
+
+    answer = json.dumps({"name": f"Ada{SEPARATORS}Lovelace"}, ensure_ascii=False)
+    task = {**GOOD, "text": f"First line{SEPARATORS}second line", "id": f"t{SEPARATORS}1"}
+    write_jsonl(tmp_path / "tasks.jsonl", [task])
+    assert SEPARATORS in (tmp_path / "tasks.jsonl").read_text(encoding="utf-8")  # written raw, not escaped
+    assert load_tasks(tmp_path / "tasks.jsonl")[0].text == task["text"]
+    write_jsonl(tmp_path / "responses.jsonl", [{"id": task["id"], "response": answer}])
+    assert load_responses(tmp_path / "responses.jsonl", {task["id"]})[0]["response"] == answer
+    row = {"id": task["id"], "part": "in_domain", "response": answer, "total": 7.5,
+           "strict": {"right": 1, "fields": 2, "present": 2, "present_right": 1, "null_for_present": 0,
+                      "absent": 0, "invented": 0, "exact": 0}}
+    write_jsonl(tmp_path / "eval.jsonl", [row, row | {"id": "t2"}])
+    assert read_jsonl(tmp_path / "eval.jsonl") == [row, row | {"id": "t2"}]  # eval rows, teacher and suite rows
+    assert export.source_numbers(str(tmp_path / "eval.jsonl"), [task["id"]]) == {"field_accuracy": 0.5, "reward": 7.5}
+    item = {"id": "q1", "lang": "en", "question": f"Who wrote{SEPARATORS} the first program?", "answers": ["Ada"]}
+    write_jsonl(tmp_path / "qa.jsonl", [item])
+    assert qa.load(path=tmp_path / "qa.jsonl")[0]["prompt"].startswith(item["question"])
+    prompt = f"Write one sentence.{SEPARATORS}Answer in lowercase letters only."
+    write_jsonl(tmp_path / "if.jsonl", [{"id": "i1", "lang": "en", "prompt": prompt,
+                                         "instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]}])
+    assert ifeval.load(path=tmp_path / "if.jsonl")[0]["prompt"] == prompt
+
+
+def test_no_module_splits_jsonl_with_splitlines():
+    """The one reader is rubricrl.core.jsonio: no other module reads JSON lines with str.splitlines()."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    found = [f"{p.relative_to(root)}:{n}" for p in (root / "rubricrl").rglob("*.py")
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if "splitlines()" in line and re.search(r"json|loads", line)]
+    assert not found, f"JSONL read with splitlines (use rubricrl.core.jsonio.read_jsonl): {found}"

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rubricrl import registry
+from rubricrl.flow.registry import candidate
+from rubricrl.release import registry
 from rubricrl.config import load_params
-from rubricrl.models import build_tiny_model
+from rubricrl.inference.models import build_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
 N_TASKS = 12
@@ -61,9 +62,9 @@ def set_general(root: Path, passed: dict[str, bool]) -> None:
 
 
 def register(root: Path, stage: str, rubric_gate=()):
+    """As the flow registers a candidate: its evidence read from the stages' results (rubricrl.flow.registry)."""
     params = load_params(root / "params.yaml")
-    model = {"sft": "outputs/models/sft", "grpo": "outputs/grpo/model"}[stage]
-    return registry.register(params, stage, root / model, stage, list(rubric_gate), root=root)
+    return registry.register(params, candidate(root, stage), list(rubric_gate), params_file=root / "params.yaml")
 
 
 def aliases(root: Path) -> dict:
@@ -173,8 +174,8 @@ def test_a_fresh_process_loads_the_champion_with_the_transformers_flavour(projec
 
 
 def test_cli_lists_shows_promotes_rolls_back_and_evaluates_the_champion(project, capsys):
-    from rubricrl.cli import main
-    from rubricrl.atomic import write_jsonl
+    from rubricrl.cli.main import main
+    from rubricrl.core.atomic import write_jsonl
     from rubricrl.data.generate import generate_dataset
 
     params = ["--params", str(project / "params.yaml")]
@@ -246,7 +247,7 @@ def test_the_student_is_a_candidate_with_the_distill_stages_numbers_and_gates(pr
     champ = register(project, "grpo")  # 0.75
     registry.promote(params)
     set_student(project, [3] * 8, general_passed=None)  # as good on its 8 tasks, but never scored on general suites
-    student = registry.register(params, "student", project / "outputs/distill/student", "student", [], root=project)
+    student = register(project, "student")
     mv = registry.resolve(params, f"rubricrl-extractor/{student}")
     assert mv.tags["stage"] == "student" and mv.tags["eval.all.field_accuracy"] == "0.7500"
     d = registry.promote(params)
@@ -256,7 +257,7 @@ def test_the_student_is_a_candidate_with_the_distill_stages_numbers_and_gates(pr
     task = next(g for g in d["gates"] if g["name"] == "task")
     assert "n=8" in task["detail"]  # paired on the tasks both answered
     set_student(project, [4] * 8, general_passed=True)
-    student = registry.register(params, "student", project / "outputs/distill/student", "student", [], root=project)
+    student = register(project, "student")
     assert registry.resolve(params, f"rubricrl-extractor/{student}").tags["general.qa"] == "0.5000"
     assert registry.promote(params)["promoted"] and aliases(project)["champion"] == student
 
@@ -275,9 +276,9 @@ def test_verified_exports_become_versions_and_failed_ones_do_not(project, capsys
                    "error": "outputs/export/grpo/model-q4_k_m.gguf: verification failed: unreadable GGUF"}}}}))
     params = load_params(project / "params.yaml")
     v = register(project, "grpo")
-    out = registry.register_exports(params, "grpo", v, root=project)
+    out = registry.register_exports(params, candidate(project, "grpo"), v, root=project)
     assert out == [("rubricrl-extractor-gguf", "1", "grpo-q8_0")]
-    assert registry.register_exports(params, "grpo", v, root=project) == out  # same bytes: same version
+    assert registry.register_exports(params, candidate(project, "grpo"), v, root=project) == out  # same bytes: same version
     mv = registry.resolve(params, "rubricrl-extractor-gguf@grpo-q8_0")
     assert {k: mv.tags[k] for k in ("format", "quantization", "source_model", "retention.field_accuracy",
                                     "vs_hf_tokens_per_s")} == {
@@ -287,8 +288,8 @@ def test_verified_exports_become_versions_and_failed_ones_do_not(project, capsys
                                                      dst_path=str(project / "dl")))
     assert (local / gguf.name).read_bytes() == gguf.read_bytes()
     gguf.write_bytes(b"GGUF changed")  # a new export: a new version under the same alias
-    assert registry.register_exports(params, "grpo", v, root=project) == [("rubricrl-extractor-gguf", "2", "grpo-q8_0")]
-    from rubricrl.cli import main
+    assert registry.register_exports(params, candidate(project, "grpo"), v, root=project) == [("rubricrl-extractor-gguf", "2", "grpo-q8_0")]
+    from rubricrl.cli.main import main
 
     main(["registry", "list", "--params", str(project / "params.yaml")])
     listed = capsys.readouterr().out
@@ -296,13 +297,13 @@ def test_verified_exports_become_versions_and_failed_ones_do_not(project, capsys
 
 
 def test_the_flow_registers_each_candidate_and_promotes_them_in_training_order(project, monkeypatch, capsys):
-    import flows.pipeline as fp
-    from rubricrl.rubric import report
+    import rubricrl.flow.registry as fr
+    from rubricrl.calibrate import gate as report
 
     monkeypatch.setattr(report, "gate_failures", lambda *a: [])
     (project / "outputs/rubric/report.json").write_text("{}")
     set_student(project, [0] * 8, general_passed=True)  # the student answers nothing right
-    decisions = fp.register_and_promote.fn(str(project))
+    decisions = fr.register_and_promote.fn(str(project))
     assert [(d["stage"], d["promoted"]) for d in decisions] == [("sft", True), ("grpo", True), ("student", False)]
     assert aliases(project) == {"champion": "2", "challenger": "3"}
     out = capsys.readouterr().err

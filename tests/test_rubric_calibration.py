@@ -7,16 +7,17 @@ import pytest
 
 from rubricrl.config import Params, RubricParams
 from rubricrl.data.generate import generate_dataset
-from rubricrl.rubric.calibrate import calibrate, calibration_set
-from rubricrl.rubric.draft import derive_rubric, parse_proposals
-from rubricrl.rubric.report import GateError, check_gate
-from rubricrl.rubric.rules import CRITERIA
-from rubricrl.rubric.scoring import RubricScorer
-from rubricrl.rubric.spec import Criterion, Rubric, load_rubric
-from rubricrl.rubric.workflow import run_calibration, write_outputs
+from rubricrl.calibrate.calibrate import calibrate, calibration_set
+from rubricrl.calibrate.draft import derive_rubric, parse_proposals
+from rubricrl.calibrate.gate import GateError, check_gate
+from rubricrl.reward.rules import CRITERIA
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.reward.spec import Criterion, Rubric
+from rubricrl.reward.load import load_rubric
+from rubricrl.calibrate.workflow import run_calibration, write_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED_RUBRIC = ROOT / "rubricrl" / "rubrics" / "json_extraction.yaml"
+SEED_RUBRIC = ROOT / "rubricrl" / "reward" / "rubrics" / "json_extraction.yaml"
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,12 @@ import pytest
 
 from rubricrl.config import Params
 from rubricrl.data.generate import generate_dataset
-from rubricrl.judges.base import JudgeRequest
-from rubricrl.judges.openai_judge import OpenAIJudge
-from rubricrl.rubric.spec import JudgeConfig, Rubric, load_rubric
-from rubricrl.rubric.workflow import generate_draft, run_calibration
+from rubricrl.reward.judges.base import JudgeRequest
+from rubricrl.reward.judges.openai_judge import OpenAIJudge
+from rubricrl.reward.spec import Rubric
+from rubricrl.reward.load import load_rubric
+from rubricrl.config import JudgeConfig
+from rubricrl.calibrate.workflow import generate_draft, run_calibration
 
 pytestmark = pytest.mark.slow
 

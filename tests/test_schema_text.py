@@ -5,8 +5,8 @@ import json
 from hypothesis import given, settings, strategies as st
 
 from rubricrl.data.generate import generate_dataset
-from rubricrl.prompt import task_user_message
-from rubricrl.schema_text import render
+from rubricrl.core.prompt import task_user_message
+from rubricrl.core.schema_text import render
 
 
 def test_the_embedded_example_reads_as_documented():

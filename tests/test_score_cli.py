@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rubricrl.cli import main
+from rubricrl.cli.main import main
 from tests.test_taskfile import GOOD, write_lines
 
 

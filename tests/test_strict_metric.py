@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rubricrl.evals import strict
-from rubricrl.evals.strict import (METRICS, StrictCounts, parse_answer, per_task, strict_counts,
+from rubricrl.metrics import strict
+from rubricrl.metrics.strict import (METRICS, StrictCounts, parse_answer, per_task, strict_counts,
                                    summarize, values_equal)
-from rubricrl.taskfile import Task
+from rubricrl.core.taskfile import Task
 
 
 # --------------------------------------------------------------------------- independence
@@ -24,9 +24,9 @@ def test_imports_nothing_from_the_reward_side():
             imported |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module or "")
-    forbidden = ("rubricrl.grounding", "rubricrl.metrics", "rubricrl.rubric", "rubricrl.judges")
+    forbidden = ("rubricrl.reward.grounding", "rubricrl.metrics", "rubricrl.rubric", "rubricrl.reward.judges")
     assert not [m for m in imported if m.startswith(forbidden)], imported
-    assert {m for m in imported if m.startswith("rubricrl")} == {"rubricrl.taskfile"}
+    assert {m for m in imported if m.startswith("rubricrl")} == {"rubricrl.core.taskfile"}
 
 
 # --------------------------------------------------------------------------- equality

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from rubricrl.evals.generate import generate_responses, generate_with_stats
-from rubricrl.evals.task_eval import evaluate_model, evaluate_responses
-from rubricrl.evals.generate import load_for_generation
-from rubricrl.rubric.scoring import RubricScorer
-from rubricrl.rubric.spec import load_rubric
-from rubricrl.taskfile import Task
+from rubricrl.inference.generate import generate_responses, generate_with_stats
+from rubricrl.evaluate.task import evaluate_model, evaluate_responses
+from rubricrl.inference.generate import load_for_generation
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.reward.load import load_rubric
+from rubricrl.core.taskfile import Task
 
-RUBRIC = Path(__file__).resolve().parent.parent / "rubricrl" / "rubrics" / "json_extraction.yaml"
+RUBRIC = Path(__file__).resolve().parent.parent / "rubricrl" / "reward" / "rubrics" / "json_extraction.yaml"
 SCHEMA = {
     "type": "object",
     "properties": {"name": {"type": "string"}, "price": {"type": "number"}, "color": {"type": ["string", "null"]}},
@@ -127,7 +127,7 @@ def test_no_reference_and_no_part(scorer):
 def tiny_model(tmp_path_factory):
     """The tiny random model with larger random weights: the stock init only ever emits newlines,
     which would make the order and batching checks vacuous."""
-    from rubricrl.models import build_tiny_model
+    from rubricrl.inference.models import build_tiny_model
     from tests.train_helpers import roughen_weights
 
     return roughen_weights(build_tiny_model(tmp_path_factory.mktemp("tiny") / "m", seed=2), seed=2)
@@ -174,7 +174,8 @@ def test_evaluate_model_end_to_end(tiny_model, scorer, tmp_path):
 
 def test_comparison_report_gives_paired_differences(hand, scorer):
     """Paired by task: a model that fixes the invented colour gains exactly that field, with its CI and p."""
-    from rubricrl.evals.compare import comparison_markdown, paired_comparisons
+    from rubricrl.evaluate.section import comparison_markdown
+    from rubricrl.metrics.compare import paired_comparisons
 
     tasks, responses, base = hand
     better = [GOLD_JSON if tid == "invented" else r for (tid, _, _, _), r in zip(CASES, responses)]

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from rubricrl.cli import main
-from rubricrl.errors import TaskFileError
-from rubricrl.taskfile import load_tasks
+from rubricrl.cli.main import main
+from rubricrl.core.errors import TaskFileError
+from rubricrl.core.taskfile import load_tasks
 
 GOOD = {
     "id": "t1",

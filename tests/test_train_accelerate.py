@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rubricrl.atomic import write_json, write_jsonl
-from rubricrl.models import build_tiny_model
+from rubricrl.core.atomic import write_json, write_jsonl
+from rubricrl.inference.models import build_tiny_model
 from rubricrl.train.checkpoints import MARKER
 from tests.train_helpers import ROOT, RUBRIC, tiny_tasks
 
@@ -59,7 +59,7 @@ def scratch_project(tmp_path: Path, report: dict) -> Path:
 def launch(proj: Path) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-           "--main_process_port", str(free_port()), str(ROOT / "tasks" / "grpo.py")]
+           "--main_process_port", str(free_port()), "-m", "rubricrl.stages.grpo"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     env.pop("RUBRICRL_PARENT_RUN_ID", None)
     return subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True, timeout=600)
@@ -115,7 +115,7 @@ def test_failed_rubric_gate_stops_every_rank_before_anything_is_touched(tmp_path
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert errors and set(errors) == {"error: the rubric failed its calibration gate; training will not start:"}
     assert "  - probe 'all_null': scores less than rubric.min_margin=0.4" in proc.stderr
-    assert 'tasks/grpo.py", line' not in proc.stderr  # one clean error line per rank, no traceback
+    assert 'rubricrl/stages/grpo.py", line' not in proc.stderr  # one clean error line per rank, no traceback
     assert json.loads(earlier.read_text()) == {"fingerprint": "an earlier run"}  # the output folder is untouched
     assert not (proj / "mlruns").exists()  # no MLflow run was opened, so none is left open
 
@@ -124,7 +124,7 @@ def test_the_stage_relaunches_itself_under_accelerate_when_the_profile_names_a_c
     import subprocess as sp
 
     sys.path.insert(0, str(ROOT))
-    from tasks import grpo as stage
+    from rubricrl.stages import grpo as stage
 
     calls = []
     monkeypatch.delenv("LOCAL_RANK", raising=False)
@@ -133,7 +133,7 @@ def test_the_stage_relaunches_itself_under_accelerate_when_the_profile_names_a_c
         stage.relaunch_under_accelerate("configs/accelerate_zero3.yaml")
     assert exit_info.value.code == 7  # the launcher's exit code is the stage's
     assert calls == [[sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-                      "configs/accelerate_zero3.yaml", stage.__file__]]
+                      "configs/accelerate_zero3.yaml", "-m", "rubricrl.stages.grpo"]]  # the stage module itself
     monkeypatch.setenv("LOCAL_RANK", "0")  # already under the launcher: carry on in this process
     stage.relaunch_under_accelerate("configs/accelerate_zero3.yaml")
     assert len(calls) == 1

@@ -6,7 +6,7 @@ import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
 
-from rubricrl.models import build_tiny_model
+from rubricrl.inference.models import build_tiny_model
 from rubricrl.train.grpo import train_grpo
 from tests.train_helpers import FakeKL, rubric_reward, tiny_settings, tiny_tasks
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from rubricrl.models import build_tiny_model
+from rubricrl.inference.models import build_tiny_model
 from rubricrl.train.checkpoints import MARKER, list_checkpoints
 from rubricrl.train.grpo import train_grpo
 from tests.train_helpers import ROOT, rubric_reward, tiny_settings, tiny_tasks

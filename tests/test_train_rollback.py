@@ -10,12 +10,12 @@ import torch
 from safetensors.torch import load_file
 from transformers import TrainerCallback
 
-from rubricrl.models import build_tiny_model
+from rubricrl.inference.models import build_tiny_model
 from rubricrl.train.checkpoints import MARKER, list_checkpoints, prune
 from rubricrl.train.grpo import STATE_FILE, train_grpo
-from rubricrl.train.report import training_markdown
+from rubricrl.train.section import training_markdown
 from rubricrl.train.rollback import SpikeDetector, TrainingError, last_good_step
-from rubricrl.train.settings import RollbackSettings
+from rubricrl.config import RollbackSettings
 from tests.train_helpers import FakeKL, rubric_reward, tiny_settings, tiny_tasks
 
 

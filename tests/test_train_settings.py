@@ -6,12 +6,12 @@ import pytest
 from pydantic import ValidationError
 from transformers import AutoTokenizer
 
-from rubricrl.errors import ConfigError
-from rubricrl.models import build_tiny_model
-from rubricrl.train import settings as settings_module
+from rubricrl.core.errors import ConfigError
+from rubricrl.inference.models import build_tiny_model
+from rubricrl import config as settings_module
 from rubricrl.train.data import grpo_rows
 from rubricrl.train.general import GENERAL_INSTRUCTIONS, general_count
-from rubricrl.train.settings import GRPOSettings
+from rubricrl.config import GRPOSettings
 from rubricrl.train.trainer_args import grpo_config
 from tests.train_helpers import tiny_tasks
 
@@ -38,7 +38,7 @@ def test_cpu_settings_map_to_grpo_config(tmp_path):
     args = grpo_config(GRPOSettings(), tmp_path, beta=0.03, reward_weights=[1.0, -1.0])
     assert (args.beta, args.use_cpu, args.bf16, args.logging_steps) == (0.03, True, False, 1)
     assert args.save_total_limit is None  # rubricrl prunes, sparing the last good checkpoint
-    assert (args.gradient_checkpointing, args.temperature, args.reward_weights) == (False, 0.7, [1.0, -1.0])
+    assert (args.gradient_checkpointing, args.temperature, args.reward_weights) == (False, 0.9, [1.0, -1.0])  # the CPU default
     with pytest.raises(ConfigError, match="num_generations"):
         grpo_config(GRPOSettings(num_generations=3), tmp_path, beta=0.02, reward_weights=[1.0])
 

@@ -9,11 +9,11 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from rubricrl.models import build_tiny_model
-from rubricrl.prompt import gold_completion, task_messages
+from rubricrl.inference.models import build_tiny_model
+from rubricrl.core.prompt import gold_completion, task_messages
 from rubricrl.train.data import sft_rows
 from rubricrl.train.grpo import train_grpo
-from rubricrl.train.settings import LoRASettings, SFTSettings
+from rubricrl.config import LoRASettings, SFTSettings
 from rubricrl.train.sft import train_sft
 from tests.train_helpers import rubric_reward, tiny_settings, tiny_tasks
 
@@ -40,7 +40,7 @@ def test_sft_rows_use_the_one_prompt_template(tiny_model):
 
 @pytest.mark.parametrize("lora", [None, LoRASettings(r=4, alpha=8)], ids=["full", "lora"])
 def test_sft_publishes_a_trained_model_folder(tiny_model, tmp_path, lora):
-    out = train_sft(tiny_model, tiny_tasks(), tmp_path / "sft", SFTSettings(max_steps=3, learning_rate=1e-2, lora=lora))
+    out = train_sft(tiny_model, tiny_tasks(), tmp_path / "sft", SFTSettings(max_steps=3, learning_rate=1e-2, lora=lora)).model_dir
     assert out == tmp_path / "sft" and changed(tiny_model, out)
     AutoModelForCausalLM.from_pretrained(out)
     AutoTokenizer.from_pretrained(out)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rubricrl.models import build_tiny_model
+from rubricrl.inference.models import build_tiny_model
 from rubricrl.train import trl_patches
 
 

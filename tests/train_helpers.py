@@ -6,14 +6,14 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from rubricrl.rubric.reward import RubricReward
-from rubricrl.rubric.scoring import RubricScorer
-from rubricrl.rubric.spec import load_rubric
-from rubricrl.taskfile import Task
-from rubricrl.train.settings import GRPOSettings
+from rubricrl.reward.functions import RubricReward
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.reward.load import load_rubric
+from rubricrl.core.taskfile import Task
+from rubricrl.config import GRPOSettings
 
 ROOT = Path(__file__).resolve().parent.parent
-RUBRIC = ROOT / "rubricrl" / "rubrics" / "json_extraction.yaml"
+RUBRIC = ROOT / "rubricrl" / "reward" / "rubrics" / "json_extraction.yaml"
 
 
 def tiny_tasks() -> list[Task]:

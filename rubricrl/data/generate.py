@@ -16,7 +16,7 @@ from rubricrl.data.domains import BY_NAME
 from rubricrl.data.domains.base import LANGS, Record
 from rubricrl.data.domains.fieldtypes import build
 from rubricrl.data.domains.wording import constraints, instruction
-from rubricrl.taskfile import Task
+from rubricrl.core.taskfile import Task
 
 DOMAINS = list(BY_NAME)
 DEFAULT_HELDOUT = ("earnings_report", "medical_appointment")

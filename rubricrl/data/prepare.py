@@ -6,8 +6,8 @@ import random
 from collections import Counter
 
 from rubricrl.config import DataParams
-from rubricrl.errors import ConfigError
-from rubricrl.taskfile import Task, load_tasks
+from rubricrl.core.errors import ConfigError
+from rubricrl.core.taskfile import Task, load_tasks
 
 PARTS = ("in_domain", "held_out_domain")
 

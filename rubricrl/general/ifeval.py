@@ -24,7 +24,6 @@ response is checked as is, without the "loose" variants that drop its first or l
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,8 @@ from typing import Any
 import langdetect
 from if_verifiable import IFEvalSample, evaluate_output_for_sample
 from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
+
+from rubricrl.core.jsonio import jsonl_lines, parse_jsonl_line
 
 NAME = "ifeval"
 
@@ -98,11 +99,13 @@ def load(n: int | None = None, path: str | Path | None = None) -> list[dict]:
     file = Path(path) if path is not None else _data_file()
     items: list[dict] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(jsonl_lines(file), start=1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item, problem = parse_jsonl_line(line, f"{file}:{lineno}")
+            if problem:
+                raise ValueError(problem.split(": ", 1)[1])
             _check_item(item)
             if item["id"] in seen:
                 raise ValueError(f"duplicate id {item['id']!r}")

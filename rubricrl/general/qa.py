@@ -16,10 +16,11 @@ into each other: the data lists both ("4", "four", "四").
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from pathlib import Path
+
+from rubricrl.core.jsonio import jsonl_lines, parse_jsonl_line
 
 NAME = "qa"
 DATA = Path(__file__).parent / "data" / "qa.jsonl"
@@ -72,17 +73,15 @@ def load(n: int | None = None, path: str | Path | None = None) -> list[dict]:
         raise ValueError(f"n must be >= 0, got {n}")
     items: list[dict] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, line in enumerate(jsonl_lines(path), 1):
         if n is not None and len(items) >= n:
             break
-        if not line.strip():
-            continue
         where = f"{path}:{lineno}"
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}: invalid JSON ({exc.msg})") from None
-        items.append(_check(raw, where, seen))
+        raw, problem = parse_jsonl_line(line, where)
+        if problem:
+            raise ValueError(problem)
+        if raw is not None or line.strip():
+            items.append(_check(raw, where, seen))
     return items
 
 

@@ -1,7 +1,7 @@
 """The general suites on one model, paired comparisons against the base model, and the general gate.
 
 Each suite gives a per-item score (higher is better) so two models that answered the same items compare
-by paired difference (rubricrl.evals.paired: bootstrap CI and sign-flip permutation p):
+by paired difference (rubricrl.metrics.paired: bootstrap CI and sign-flip permutation p):
 - ifeval: 1 when every instruction of the prompt is followed (prompt-level strict accuracy);
 - humaneval: 1 when the completion passes the problem's tests in the sandbox (greedy pass@1);
 - qa: 1 when an accepted answer appears in the reply (accuracy);
@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rubricrl.evals.paired import describe, paired_difference
+from rubricrl.core.tables import table
+from rubricrl.metrics.paired import describe, paired_difference
 from rubricrl.general import code, ifeval, perplexity, qa
 
 GENERATION = {"ifeval": ifeval, "humaneval": code, "qa": qa}
@@ -27,8 +28,8 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
     """{suite: {"summary": {...}, "score": headline number, "items": [per-item rows]}} for one model.
 
     cfg: GeneralParams. Greedy replies to each prompt as a single user turn, through the model's chat template."""
-    from rubricrl.evals import llamacpp
-    from rubricrl.evals.generate import default_threads, greedy_chat, load_for_generation
+    from rubricrl.inference import llamacpp
+    from rubricrl.inference.generate import default_threads, greedy_chat, load_for_generation
 
     model, tokenizer = model_and_tokenizer or load_for_generation(model_dir)
     out = {}
@@ -91,21 +92,19 @@ def gate(paired: list[dict], tolerance: dict[str, float], gated: list[str]) -> d
 
 
 def markdown(results: dict[str, dict], paired: list[dict], gates: dict[str, dict], tolerance: dict) -> str:
+    """The general suites' report (eval_general's report section, and the student's in distill)."""
     models = list(results)
     lines = ["# General capability: " + " / ".join(models), "",
              "Per suite (n items): ifeval = prompt-level strict accuracy, humaneval = greedy pass@1, qa = accuracy, "
              "perplexity on held-out text (lower is better).", "",
-             "| suite | n | " + " | ".join(models) + " |", "|---|---|" + "---|" * len(models)]
-    for suite in SUITES:
-        n = results[models[0]][suite]["summary"]["n"]
-        lines.append(f"| {suite} | {n} | " + " | ".join(f"{results[m][suite]['score']:.3f}" for m in models) + " |")
-    lines += ["", "## Paired differences vs base (95% bootstrap CI, permutation p)", "",
-              "perplexity row: base nll - model nll (nats/token); negative = the model got worse.", "",
-              "| model | suite | difference | tolerance | within |", "|---|---|---|---|---|"]
-    for r in paired:
-        ok = r["diff"] is None or r["diff"] >= -tolerance[r["suite"]]
-        lines.append(f"| {r['model']} | {r['suite']} | {describe(r)} | -{tolerance[r['suite']]:g} | {'yes' if ok else '**no**'} |")
-    lines += ["", "## Gate", ""]
+             table(["suite", "n"] + models, [[suite, results[models[0]][suite]["summary"]["n"]]
+                                             + [results[m][suite]["score"] for m in models] for suite in SUITES]),
+             "", "## Paired differences vs base (95% bootstrap CI, permutation p)", "",
+             "perplexity row: base nll - model nll (nats/token); negative = the model got worse.", "",
+             table(["model", "suite", "difference", "tolerance", "within"],
+                   [[r["model"], r["suite"], describe(r), f"-{tolerance[r['suite']]:g}",
+                     "yes" if r["diff"] is None or r["diff"] >= -tolerance[r["suite"]] else "**no**"] for r in paired]),
+             "", "## Gate", ""]
     for model, g in gates.items():
         lines.append(f"- {model}: " + ("passed" if g["passed"] else "**failed**: " + "; ".join(g["failures"])))
     return "\n".join(lines) + "\n"

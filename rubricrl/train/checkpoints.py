@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 from transformers import TrainerCallback
 
-from rubricrl.atomic import write_json
+from rubricrl.core.atomic import write_json
 
 MARKER = "rubricrl_complete.json"
 PREFIX = "checkpoint-"

@@ -1,11 +1,11 @@
-"""Tasks -> TRL datasets, through the one prompt template (rubricrl.prompt)."""
+"""Tasks -> TRL datasets, through the one prompt template (rubricrl.core.prompt)."""
 
 from __future__ import annotations
 
 import logging
 
-from rubricrl.prompt import gold_completion, task_messages
-from rubricrl.taskfile import Task
+from rubricrl.core.prompt import gold_completion, task_messages
+from rubricrl.core.taskfile import Task
 from rubricrl.train.general import general_count, general_rows
 
 log = logging.getLogger(__name__)

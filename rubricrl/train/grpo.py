@@ -17,9 +17,9 @@ from typing import Sequence
 
 from transformers import TrainerCallback
 
-from rubricrl.atomic import write_json
-from rubricrl.rubric.reward import RubricReward
-from rubricrl.taskfile import Task
+from rubricrl.core.atomic import write_json
+from rubricrl.reward.functions import RubricReward
+from rubricrl.core.taskfile import Task
 from rubricrl.train import trl_patches
 from rubricrl.train.checkpoints import (
     Checkpoint, CheckpointCallback, latest_complete, newest_at_or_before, publish_checkpoint_model, publish_dir,
@@ -31,7 +31,7 @@ from rubricrl.train.mlflow_log import MLflowMetricsCallback
 from rubricrl.train.monitor import HackMonitor
 from rubricrl.train.reward_mix import TrainingReward
 from rubricrl.train.rollback import Rollback, RollbackMonitor, SpikeDetector, TrainingError, last_good_step
-from rubricrl.train.settings import GRPOSettings
+from rubricrl.config import GRPOSettings
 from rubricrl.train.shared_prefill import share_prefill
 from rubricrl.train.trainer_args import grpo_config, peft_config
 

@@ -2,7 +2,7 @@
 
 Every `every` steps (and once before the first step) the policy being trained greedily answers a
 fixed slice of validation tasks with gold answers. Each answer gets the rubric reward and the strict
-true metric (`rubricrl.evals.strict`: field accuracy, null-for-present and invented rates), logged
+true metric (`rubricrl.metrics.strict`: field accuracy, null-for-present and invented rates), logged
 next to the training reward and KL as `monitor/*`. When the monitor's reward rose while the strict
 field accuracy fell by more than `tolerance` against the evaluation `window` evaluations back, the
 policy is gaming the reward (seed 004: "scores up, quality down"): the monitor stops training like a
@@ -20,11 +20,11 @@ from typing import Callable, Sequence
 
 from transformers import TrainerCallback
 
-from rubricrl.evals.strict import strict_counts, summarize
-from rubricrl.rubric.scoring import RubricScorer
-from rubricrl.taskfile import Task
+from rubricrl.metrics.strict import strict_counts, summarize
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.core.taskfile import Task
 from rubricrl.train.rollback import RollbackMonitor, Spike
-from rubricrl.train.settings import HackMonitorSettings
+from rubricrl.config import HackMonitorSettings
 
 PREFIX = "monitor/"
 KEYS = ("reward", "field_accuracy", "exact_object_rate", "null_for_present_rate", "invented_rate")
@@ -35,7 +35,7 @@ Decoder = Callable[[object, object, list[Task], int], list[str]]
 
 def greedy_decode(model, tokenizer, tasks: list[Task], max_new_tokens: int, batch_size: int = 8) -> list[str]:
     """Greedy answers of the model being trained (left padding, eval mode, then back to train mode)."""
-    from rubricrl.evals.generate import generate_with_stats
+    from rubricrl.inference.generate import generate_with_stats
 
     was_training, side = model.training, tokenizer.padding_side
     model.eval()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from rubricrl.rubric.reward import RubricReward, completion_text
+from rubricrl.reward.functions import RubricReward, completion_text
 from rubricrl.train.general import GENERAL_PREFIX
 
 

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 
 from transformers import TrainerCallback
 
-from rubricrl.errors import TrainingError  # noqa: F401  (re-exported: training code raises it from here)
-from rubricrl.train.settings import RollbackSettings
+from rubricrl.core.errors import TrainingError  # noqa: F401  (re-exported: training code raises it from here)
+from rubricrl.config import RollbackSettings
 
 
 @dataclass

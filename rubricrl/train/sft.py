@@ -3,31 +3,45 @@
 from __future__ import annotations
 
 import shutil
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from rubricrl.taskfile import Task
+from rubricrl.core.taskfile import Task
 from rubricrl.train import trl_patches
 from rubricrl.train.checkpoints import publish_dir, temp_dir_for
 from rubricrl.train.data import sft_rows
 from rubricrl.train.mlflow_log import MLflowMetricsCallback
-from rubricrl.errors import TrainingError
-from rubricrl.train.settings import SFTSettings
+from rubricrl.core.errors import TrainingError
+from rubricrl.config import SFTSettings
 from rubricrl.train.trainer_args import peft_config, sft_config
 
 
-def train_sft(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Path, settings: SFTSettings) -> Path:
+@dataclass(frozen=True)
+class SFTRun:
+    model_dir: Path
+    examples: int  # rows trained on (tasks with a reference that fits max_length)
+    skipped: int
+    steps: int
+    first_loss: float | None
+    last_loss: float | None
+    train_seconds: float
+
+
+def train_sft(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Path, settings: SFTSettings) -> SFTRun:
     """Fine-tune `model_dir` on the tasks' reference answers; `out_dir` becomes a normal HF model folder.
 
     The folder appears only when training has finished (written beside it, then renamed), so a
     crash never leaves a half-written model. Per-step loss goes to the active MLflow run, if any.
     """
+    started = time.monotonic()
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import SFTTrainer
 
     out, model_dir = Path(out_dir), Path(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    rows, _ = sft_rows(train_tasks, tokenizer, settings.max_length)
+    rows, skipped = sft_rows(train_tasks, tokenizer, settings.max_length)
     if not rows:
         raise TrainingError(f"sft: none of the {len(train_tasks)} tasks has a reference answer that fits "
                             f"max_length ({settings.max_length} tokens)")
@@ -51,4 +65,6 @@ def train_sft(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pat
         publish_dir(tmp, out)
         shutil.rmtree(work, ignore_errors=True)
     args.distributed_state.wait_for_everyone()
-    return out
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    return SFTRun(out, len(rows), len(skipped), trainer.state.global_step, losses[0] if losses else None,
+                  losses[-1] if losses else None, round(time.monotonic() - started, 1))

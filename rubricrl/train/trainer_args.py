@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rubricrl.errors import ConfigError
-from rubricrl.train.settings import CommonSettings, GRPOSettings, LoRASettings, SFTSettings
+from rubricrl.core.errors import ConfigError
+from rubricrl.config import CommonSettings, GRPOSettings, LoRASettings, SFTSettings
 
 def _checkpointing_field() -> str:
     import dataclasses

@@ -1,0 +1,261 @@
+"""Prove a rubric measures what matters before training on it.
+
+Two sets, reported apart (seed 004):
+- gold answers and systematic corruptions: per-component separation (ROC AUC) with drops for
+  components that do not discriminate, judge consistency, pairwise ordering accuracy, Kendall's tau
+  against the known ordering, Spearman against the strict field accuracy, a hack-probe table with
+  margins, the price of each way to miss a field, and the reward's scale;
+- samples of the policy itself (k per task at the GRPO temperature): Spearman of the reward against
+  the strict field accuracy, and pairwise accuracy within each task's samples (the comparisons GRPO's
+  group-relative advantage makes).
+The true metric is `rubricrl.metrics.strict`, which shares no code with the reward.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+from sklearn.metrics import roc_auc_score
+
+from rubricrl.metrics.strict import strict_counts
+from rubricrl.calibrate.corruptions import corrupt
+from rubricrl.reward.scoring import RubricScorer, ScoreResult
+from rubricrl.reward.spec import Rubric
+from rubricrl.core.taskfile import Task
+
+GOLD_LEVEL = 3
+
+
+@dataclass(frozen=True)
+class CalItem:
+    task: Task
+    mode: str  # "gold", a corruption mode, or "policy"
+    response: str
+    level: int | None  # known quality (gold 3); None for policy samples
+    targets: tuple[str, ...] = ()
+
+
+def calibration_set(tasks: list[Task], seed: int = 0, policy: list[tuple[Task, str]] = ()) -> list[CalItem]:
+    items = []
+    for task in tasks:
+        items.append(CalItem(task, "gold", json.dumps(task.reference, ensure_ascii=False), GOLD_LEVEL))
+        items += [CalItem(task, m.name, r, m.level, m.targets) for m, r in corrupt(task, seed)]
+    items += [CalItem(t, "policy", r, None) for t, r in policy]
+    return items
+
+
+def strict_accuracy(task: Task, response: str) -> float:
+    """The independent true metric of one answer: the share of schema fields answered exactly right."""
+    c = strict_counts(task, response)
+    return c.right / c.fields if c.fields else 0.0
+
+
+def _signed(result: ScoreResult, cid: str) -> float:
+    """Higher is better for every component: a penalty counts negatively."""
+    c = result.component(cid)
+    return c.score if c.kind != "penalty" else -c.score
+
+
+def component_table(items: list[CalItem], results: list[ScoreResult], min_auc: float) -> dict:
+    gold = [k for k, it in enumerate(items) if it.mode == "gold"]
+    table = {}
+    for comp in results[0].components:
+        values = np.array([_signed(r, comp.id) for r in results])
+        targeted = [k for k, it in enumerate(items) if comp.id in it.targets]
+        negatives = targeted or [k for k, it in enumerate(items) if it.mode not in ("gold", "policy")]
+        varies = bool(values.std() > 1e-9)
+        y = [1] * len(gold) + [0] * len(negatives)
+        s = np.concatenate([values[gold], values[negatives]])
+        auc = float(roc_auc_score(y, s)) if varies and 0 < sum(y) < len(y) else 0.5
+        if not varies:
+            verdict = "dropped: constant score on the calibration set (carries no signal)"
+        elif auc < min_auc:
+            verdict = f"dropped: ROC AUC {auc:.3f} < {min_auc} (does not separate gold from its targets)"
+        else:
+            verdict = "kept"
+        table[comp.id] = {"kind": comp.kind, "auc": round(auc, 4), "varies": varies,
+                          "std": round(float(values.std()), 4), "n_targeted": len(targeted),
+                          "keep": verdict == "kept", "verdict": verdict}
+    return table
+
+
+def judge_consistency(rubric: Rubric, scorer: RubricScorer, items: list[CalItem], results: list[ScoreResult]) -> dict:
+    """Agreement across repeated samples and their spread, per judge criterion.
+
+    A judge that samples (openai) reports on its samples; a deterministic one is re-run once and
+    compared with itself.
+    """
+    out = {}
+    for crit in (c for c in rubric.criteria if c.kind == "judge"):
+        judge = scorer.judges[crit.judge].name  # the judge actually used (params may override the rubric's)
+        sampled = [r.component(crit.id).samples for r in results if r.component(crit.id).samples]
+        multi = [s for s in sampled if len(s) > 1]
+        if multi:
+            agree = sum(len(set(s)) == 1 for s in multi) / len(multi)
+            spread = float(np.mean([max(s) - min(s) for s in multi]))
+            out[crit.id] = {"judge": judge, "verdicts_with_repeats": len(multi),
+                            "agreement": round(agree, 4), "mean_spread": round(spread, 4)}
+            continue
+        again = scorer.score_batch([(it.task, it.response) for it in items])
+        first = [r.component(crit.id).score for r in results]
+        second = [r.component(crit.id).score for r in again]
+        same = sum(a == b for a, b in zip(first, second)) / len(first)
+        out[crit.id] = {"judge": judge, "verdicts_with_repeats": len(first), "agreement": round(same, 4),
+                        "mean_spread": round(float(np.mean([abs(a - b) for a, b in zip(first, second)])), 4)}
+    return out
+
+
+def reward_metrics(items: list[CalItem], totals: list[float]) -> dict:
+    """Ordering metrics on the gold + corruption set (policy samples are reported apart)."""
+    keep = [k for k, it in enumerate(items) if it.mode != "policy"]
+    items, totals = [items[k] for k in keep], [totals[k] for k in keep]
+    gold_total = {it.task.id: totals[k] for k, it in enumerate(items) if it.mode == "gold"}
+    pairs = [(gold_total[it.task.id], totals[k]) for k, it in enumerate(items) if it.level is not None and it.mode != "gold"]
+    known = [(totals[k], it.level) for k, it in enumerate(items) if it.level is not None]
+    tau = stats.kendalltau([t for t, _ in known], [lv for _, lv in known]).statistic
+    acc = [strict_accuracy(it.task, it.response) for it in items]
+    rho = stats.spearmanr(totals, acc).statistic
+    arr = np.array(totals)
+    return {
+        "pairwise_accuracy": round(sum(g > c for g, c in pairs) / len(pairs), 4),
+        "pairwise_ties": sum(g == c for g, c in pairs),
+        "n_pairs": len(pairs),
+        "kendall_tau": round(float(tau), 4),
+        "spearman_accuracy": round(float(rho), 4),
+        "scale": {"mean": round(float(arr.mean()), 4), "std": round(float(arr.std()), 4),
+                  "min": round(float(arr.min()), 4), "max": round(float(arr.max()), 4)},
+    }
+
+
+def _margins(items: list[CalItem], totals: list[float]) -> dict[str, dict[str, float]]:
+    """margins[mode][task_id] = gold total - probe total (how far below gold the probe scores)."""
+    gold_total = {it.task.id: totals[k] for k, it in enumerate(items) if it.mode == "gold"}
+    out: dict[str, dict[str, float]] = {}
+    for k, it in enumerate(items):
+        if it.mode not in ("gold", "policy"):
+            out.setdefault(it.mode, {})[it.task.id] = gold_total[it.task.id] - totals[k]
+    return out
+
+
+def probe_table(items: list[CalItem], totals: list[float], min_margin: float = 0.0) -> dict:
+    """Every corruption and hack probe against gold: does it score below gold by at least min_margin?"""
+    gold_total = {it.task.id: totals[k] for k, it in enumerate(items) if it.mode == "gold"}
+    rows = {}
+    for mode, margins in _margins(items, totals).items():
+        m = np.array(list(margins.values()))
+        golds = np.array([gold_total[t] for t in margins])
+        rows[mode] = {"n": len(m), "mean_score": round(float((golds - m).mean()), 3),
+                      "mean_gold": round(float(golds.mean()), 3), "share_below_gold": round(float((m > 0).mean()), 4),
+                      "mean_margin": round(float(m.mean()), 3), "worst_margin": round(float(m.min()), 3),
+                      "pass": bool(m.min() >= min_margin and m.min() > 0)}
+    return rows
+
+
+# The ways to miss a field a policy chooses between, cheapest first by intent (README: rubric economics).
+MISS_MODES = ("distractor_value", "wrong_value", "null_for_present", "invented_value")
+
+
+def economics(items: list[CalItem], totals: list[float]) -> dict:
+    """What each way to miss one field costs (gold total - answer total), and the two rules the gate checks.
+
+    - abstaining is never the cheapest miss: on every task, a null for a stated value costs more than
+      a wrong value taken from the text (a distractor);
+    - an all-null answer scores below the partly right one (nulls only where the policy is unsure).
+    """
+    margins = _margins(items, totals)
+    cost = {m: round(float(np.mean(list(margins[m].values()))), 3) for m in MISS_MODES if margins.get(m)}
+    null, distractor = margins.get("null_for_present", {}), margins.get("distractor_value", {})
+    both = sorted(set(null) & set(distractor))
+    gaps = [null[t] - distractor[t] for t in both]
+    all_null, partial = margins.get("all_null", {}), margins.get("null_uncertain", {})
+    shared = sorted(set(all_null) & set(partial))
+    lead = [all_null[t] - partial[t] for t in shared]
+    return {
+        "cost": cost,
+        "null_vs_distractor": {"n": len(gaps), "worst_gap": round(min(gaps), 3) if gaps else None,
+                               "share_null_dearer": round(float(np.mean([g > 1e-9 for g in gaps])), 4) if gaps else None},
+        "all_null_vs_partial": {"n": len(lead), "worst_lead": round(min(lead), 3) if lead else None,
+                                "mean_lead": round(float(np.mean(lead)), 3) if lead else None},
+    }
+
+
+def on_policy_metrics(items: list[CalItem], totals: list[float]) -> dict | None:
+    """Reward vs the strict true metric on the policy's own samples; None when there are none.
+
+    spearman: over all samples pooled. pairwise_accuracy: over pairs of samples of the same task whose
+    true metric differs, the share the reward orders the same way (a reward tie counts half).
+    """
+    idx = [k for k, it in enumerate(items) if it.mode == "policy"]
+    if not idx:
+        return None
+    acc = {k: strict_accuracy(items[k].task, items[k].response) for k in idx}
+    by_task: dict[str, list[int]] = {}
+    for k in idx:
+        by_task.setdefault(items[k].task.id, []).append(k)
+    agree = ties = n_pairs = 0.0
+    for ks in by_task.values():
+        for i, a in enumerate(ks):
+            for b in ks[i + 1:]:
+                if acc[a] == acc[b]:
+                    continue
+                n_pairs += 1
+                d_true, d_reward = acc[a] - acc[b], totals[a] - totals[b]
+                if d_reward == 0:
+                    ties += 1
+                    agree += 0.5
+                elif (d_true > 0) == (d_reward > 0):
+                    agree += 1
+    xs, ys = [totals[k] for k in idx], [acc[k] for k in idx]
+    varies = len(set(xs)) > 1 and len(set(ys)) > 1
+    rho = float(stats.spearmanr(xs, ys).statistic) if varies else None
+    return {"n_samples": len(idx), "n_tasks": len(by_task), "n_pairs": int(n_pairs), "pairwise_ties": int(ties),
+            "pairwise_accuracy": round(agree / n_pairs, 4) if n_pairs else None,
+            "spearman_accuracy": round(rho, 4) if rho is not None else None,
+            "mean_reward": round(float(np.mean(xs)), 4), "mean_accuracy": round(float(np.mean(ys)), 4),
+            "distinct_responses": len({items[k].response for k in idx})}
+
+
+@dataclass
+class Calibration:
+    rubric: Rubric  # the calibrated rubric: what training uses
+    report: dict
+    points: dict  # per-item values for the plots
+
+
+def calibrate(rubric: Rubric, scorer: RubricScorer, items: list[CalItem], min_auc: float = 0.6,
+              keep_weak: bool = False, min_margin: float = 0.0) -> Calibration:
+    """The calibrated rubric (weak components dropped unless keep_weak) and the full report."""
+    results = scorer.score_batch([(it.task, it.response) for it in items])
+    components = component_table(items, results, min_auc)
+    weak = [cid for cid, row in components.items() if not row["keep"]]
+    dropped = [] if keep_weak else weak
+    kept_rubric = Rubric.model_validate({
+        **rubric.model_dump(),
+        "criteria": [c.model_dump() for c in rubric.criteria if c.id not in dropped],
+        "penalties": [p.model_dump() for p in rubric.penalties if p.id not in dropped],
+    })
+    totals = [sum(c.weight * c.score for c in r.components if c.id not in dropped) for r in results]
+    calls = sum(r.judge_calls for r in results)
+    report = {
+        "rubric": rubric.name,
+        "n_items": len(items),
+        "n_tasks": len({it.task.id for it in items}),
+        "components": components,
+        "dropped": dropped,
+        "weak_kept": weak if keep_weak else [],
+        "judge_consistency": judge_consistency(rubric, scorer, items, results),
+        "reward": reward_metrics(items, totals),
+        "probes": probe_table(items, totals, min_margin),
+        "min_margin": min_margin,
+        "economics": economics(items, totals),
+        "on_policy": on_policy_metrics(items, totals),
+        "judge_calls_per_response": round(calls / len(items), 4),
+        "max_total": kept_rubric.max_total,
+    }
+    points = {"totals": totals, "accuracy": [strict_accuracy(it.task, it.response) for it in items],
+              "modes": [it.mode for it in items], "targets": [it.targets for it in items],
+              "signed": {cid: [_signed(r, cid) for r in results] for cid in components}}
+    return Calibration(kept_rubric, report, points)

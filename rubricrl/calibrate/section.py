@@ -1,0 +1,107 @@
+"""The calibration report (the rubric stage's report section) as Markdown, and its PNG plots beside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rubricrl.core.tables import table
+
+
+def markdown(report: dict, gate: list[str]) -> str:
+    """The calibration report (the rubric stage's report section; its plots beside it)."""
+    r = report["reward"]
+    lines = [f"# Rubric calibration: {report['rubric']}", "",
+             f"{report['n_items']} answers on {report['n_tasks']} validation tasks; "
+             f"judge calls per scored response: {report['judge_calls_per_response']}. "
+             f"Gate: **{'failed' if gate else 'passed'}**.", "",
+             "## Whole reward", "",
+             table(["metric", "value"], [
+                 ["pairwise accuracy (gold above each corruption)",
+                  f"{r['pairwise_accuracy']} ({r['n_pairs']} pairs, {r['pairwise_ties']} ties)"],
+                 ["Kendall's tau vs known ordering", r["kendall_tau"]],
+                 ["Spearman vs strict field accuracy", r["spearman_accuracy"]],
+                 ["reward mean / std", f"{r['scale']['mean']} / {r['scale']['std']}"],
+                 ["reward min / max", f"{r['scale']['min']} / {r['scale']['max']} (max possible {report['max_total']})"]],
+                 digits=4),
+             "", "![Per-component separation](separation.png)", "",
+             "![Reward vs strict field accuracy](reward_vs_accuracy.png)", "",
+             "## Components", "",
+             table(["component", "kind", "ROC AUC", "std", "verdict"],
+                   [[cid, row["kind"], row["auc"], row["std"], row["verdict"]]
+                    for cid, row in report["components"].items()], digits=4),
+             "", "## Judge consistency", "",
+             table(["criterion", "judge", "repeats", "agreement", "mean spread"],
+                   [[cid, row["judge"], row["verdicts_with_repeats"], row["agreement"], row["mean_spread"]]
+                    for cid, row in report["judge_consistency"].items()], digits=4),
+             "", "## Reward-hacking probes", "",
+             f"Each probe must score at least rubric.min_margin = {report.get('min_margin', 0)} below gold on every task.",
+             "",
+             table(["probe", "n", "mean score", "mean gold", "below gold", "mean margin", "worst margin", "pass"],
+                   [[mode, row["n"], row["mean_score"], row["mean_gold"], f"{row['share_below_gold']:.0%}",
+                     row["mean_margin"], row["worst_margin"], "yes" if row["pass"] else "NO"]
+                    for mode, row in report["probes"].items()])]
+    econ = report.get("economics")
+    if econ:
+        nvd, anp = econ["null_vs_distractor"], econ["all_null_vs_partial"]
+        lines += ["", "## Price of a missed field", "",
+                  "Mean cost against gold of one field missed each way (a null for a stated value must not be the cheapest).",
+                  "", table(["way to miss", "mean cost"], list(econ["cost"].items())),
+                  "", f"- null vs distractor on {nvd['n']} tasks: worst gap {nvd['worst_gap']} "
+                      f"(null dearer on {nvd['share_null_dearer']} of them)",
+                  f"- all-null vs partly right on {anp['n']} tasks: all-null lower by {anp['mean_lead']} on average, "
+                  f"{anp['worst_lead']} at worst"]
+    pol = report.get("on_policy")
+    lines += ["", "## On the policy's own samples", ""]
+    if pol:
+        lines.append(table(["metric", "value"], [
+            ["samples (tasks)", f"{pol['n_samples']} ({pol['n_tasks']}), {pol['distinct_responses']} distinct"],
+            ["Spearman reward vs strict field accuracy", pol["spearman_accuracy"]],
+            ["pairwise accuracy within a task", f"{pol['pairwise_accuracy']} ({pol['n_pairs']} pairs, "
+                                                f"{pol['pairwise_ties']} reward ties)"],
+            ["mean reward / mean strict field accuracy", f"{pol['mean_reward']} / {pol['mean_accuracy']}"]], digits=4))
+    else:
+        lines.append("No policy samples (rubric.policy_samples: 0).")
+    if report.get("dropped"):
+        lines += ["", "Dropped components: " + ", ".join(f"`{d}`" for d in report["dropped"]) + "."]
+    lines += ["", "## Gate", ""]
+    lines += [f"- FAIL: {g}" for g in gate] if gate else [
+        "All probes score below gold by the margin, abstaining is not the cheapest miss, and the correlation bars "
+        "are met on the corruption set and on the policy's samples."]
+    return "\n".join(lines) + "\n"
+
+
+def plots(points: dict, out_dir: Path) -> list[Path]:
+    """separation.png: each component's signed score, gold vs the answers it targets; reward_vs_accuracy.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    comps = list(points["signed"])
+    fig, axes = plt.subplots(1, len(comps), figsize=(2.6 * len(comps), 3.2), squeeze=False)
+    for ax, cid in zip(axes[0], comps):
+        vals = points["signed"][cid]
+        gold = [v for v, m in zip(vals, points["modes"]) if m == "gold"]
+        targeted = [v for v, m, t in zip(vals, points["modes"], points["targets"]) if cid in t]
+        ax.boxplot([gold, targeted or [0.0]], tick_labels=["gold", "targeted"])
+        ax.set_title(cid, fontsize=9)
+    fig.suptitle("Per-component separation (penalties negative)")
+    fig.tight_layout()
+    sep = out_dir / "separation.png"
+    fig.savefig(sep, dpi=90)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for mode in sorted(set(points["modes"])):
+        xs = [f for f, m in zip(points["accuracy"], points["modes"]) if m == mode]
+        ys = [t for t, m in zip(points["totals"], points["modes"]) if m == mode]
+        ax.scatter(xs, ys, s=10, label=mode, alpha=0.7)
+    ax.set_xlabel("strict field accuracy")
+    ax.set_ylabel("rubric reward")
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    scatter = out_dir / "reward_vs_accuracy.png"
+    fig.savefig(scatter, dpi=90)
+    plt.close(fig)
+    return [sep, scatter]

@@ -1,0 +1,1 @@
+"""The `rubricrl` command (rubricrl.cli.main)."""

@@ -1,0 +1,51 @@
+"""The eval_task stage's report section: models side by side per test part, and their paired differences."""
+
+from __future__ import annotations
+
+from rubricrl.core.tables import ci, table
+from rubricrl.metrics.paired import describe
+
+PAIRED_COLUMNS = (("reward", "reward"), ("field_accuracy", "strict field accuracy"),
+                  ("null_for_present_rate", "null for present"), ("invented_rate", "invented"),
+                  ("exact_object_rate", "exact objects"))
+
+
+def comparison_markdown(summary: dict[str, dict[str, dict]], paired: list[dict], max_total: float | None = None,
+                        figures: bool = False) -> str:
+    """`summary[model][part]` is a headline dict (task eval group: reward, strict metrics, rates); models in
+    training order (base, sft, grpo). `paired` is paired_comparisons' output. `figures`: reference models.png and
+    paired.png beside the report."""
+    out_of = f" of {max_total:g}" if max_total else ""
+    parts = list(next(iter(summary.values())))
+    rows = []
+    for part in parts:
+        for model, groups in summary.items():
+            g = groups.get(part)
+            if not g:
+                continue
+            st = g.get("strict") or {}
+            rows.append([model, part, g["n"], ci(g["reward_mean"], g["reward_ci"], 2),
+                         ci(st.get("field_accuracy"), st.get("field_accuracy_ci"), 3), st.get("exact_object_rate"),
+                         st.get("null_for_present_rate"), st.get("invented_rate"), f"{g['json_valid_rate']:.2f}",
+                         f"{g['extra_text_rate']:.2f}"])
+    lines = ["# Task evaluation: models compared", "",
+             f"Greedy decoding on the test split. Reward is the rubric total{out_of}. The strict metrics come from "
+             "`rubricrl.metrics.strict`, which shares no code with the reward: a field is right only when it equals "
+             "the gold value after Unicode/case/space normalisation; a null for a stated value is wrong. Per-model "
+             "intervals are bootstrap 95% over tasks.", "",
+             table(["model", "part", "n", "reward", "strict field accuracy", "exact objects", "null for present",
+                    "invented", "valid JSON", "extra text"], rows)]
+    if figures:
+        lines += ["", "![Models side by side, with 95% intervals](models.png)"]
+    keyed = {(r["model"], r["vs"], r["part"], r["metric"]): r for r in paired}
+    combos = list(dict.fromkeys((r["model"], r["vs"], r["part"]) for r in paired))
+    lines += ["", "## Paired differences", "",
+              "Model minus the earlier model on the same tasks: difference, bootstrap 95% CI of the per-task "
+              "differences, and the two-sided sign-flip permutation p. Rates are micro (fields of all tasks).", "",
+              table(["comparison", "part"] + [h for _, h in PAIRED_COLUMNS],
+                    [[f"{model} - {vs}", part] + [describe(keyed[(model, vs, part, m)])
+                                                  if (model, vs, part, m) in keyed else "-" for m, _ in PAIRED_COLUMNS]
+                     for model, vs, part in combos])]
+    if figures:
+        lines += ["", "![Paired differences on the same tasks, with 95% intervals](paired.png)"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,273 @@
+"""Quantized exports of a trained model, each verified by reloading it and scoring its answers.
+
+GGUF (llama.cpp): the HF folder -> F16 GGUF with llama.cpp's own converter (rubricrl.inference.llamacpp, from the
+pinned sdist that `make setup` unpacks; cached by content hash), then Q8_0 and Q4_K_M with llama.cpp's
+quantizer (`llama_cpp.llama_model_quantize`). An artifact is *verified* when it reloads (magic and header
+parsed by gguf, then llama.cpp loads it: a truncated or foreign file fails with its name) and answers the
+verification tasks (the first `export.n_tasks` tasks of the eval's test slice) through the same chat
+template, tokenizer and greedy decoding as the eval. Each verified artifact reports size on disk, strict
+field accuracy and rubric reward, and their *retention*: artifact / source model on the same tasks (the
+source's answers come from the eval_task stage, so nothing is generated twice). Speed: generated tokens
+per second of the artifact and of the source in HF fp32, one prompt at a time, on the same prompts
+(`export.speed_tasks`), side by side in one run.
+
+GPTQ (4-bit, GPTQModel): the HF folder quantized layer by layer on calibration text (training prompts with
+their gold answers, rendered by the chat template: the task's own distribution), group size a divisor of the
+hidden and MLP sizes; reloaded with GPTQModel on the profile's device and dtype (CPU: fp32, its fused torch int4 kernel),
+and scored like the GGUF files (greedy, HF generate, same prompts).
+
+The serve check starts `python -m llama_cpp.server` on the Q4_K_M file on a loopback port; the `openai`
+client sends a test task with the task's schema as `response_format` (`json_object` + schema: the server
+rejects `json_schema`), and the answer is scored by the rubric.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+from rubricrl.core.errors import RubricRLError
+from rubricrl.inference import conversion, llamacpp
+from rubricrl.core.taskfile import Task
+
+QUANTS = {"q8_0": 7, "q4_k_m": 15}  # llama_ftype: LLAMA_FTYPE_MOSTLY_Q8_0, LLAMA_FTYPE_MOSTLY_Q4_K_M
+
+
+class ExportError(RubricRLError):
+    """An export could not be made or did not verify; the message names the artifact."""
+
+
+def quantize(f16: str | Path, out: str | Path, kind: str, threads: int = 0) -> Path:
+    """F16 GGUF -> `kind` (q8_0, q4_k_m) with llama.cpp's quantizer; written atomically."""
+    import llama_cpp
+
+    if kind not in QUANTS:
+        raise ExportError(f"unknown GGUF quantization '{kind}' (known: {', '.join(QUANTS)})")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype, params.nthread = QUANTS[kind], threads
+    try:
+        rc = llama_cpp.llama_model_quantize(str(f16).encode(), str(tmp).encode(), ctypes.byref(params))
+        if rc != 0:
+            raise ExportError(f"{out}: llama_model_quantize({f16}, {kind}) failed (return code {rc})")
+        conversion.check_gguf(tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def gptq_group_check(model_dir: str | Path, group_size: int) -> None:
+    """GPTQ groups split each weight row: the group size must divide the hidden and intermediate sizes."""
+    import json
+
+    cfg = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    bad = {k: cfg[k] for k in ("hidden_size", "intermediate_size") if k in cfg and cfg[k] % group_size}
+    if bad:
+        raise ExportError(f"export.gptq.group_size: {group_size} does not divide "
+                          + ", ".join(f"{k} {v}" for k, v in bad.items()) + f" of {model_dir}")
+
+
+def gptq_quantize(model_dir: str | Path, out: str | Path, calibration: Sequence[str], bits: int, group_size: int,
+                  device: str = "auto") -> Path:
+    """`model_dir` -> a GPTQ `bits`-bit folder at `out` (GPTQModel), calibrated on `calibration` texts.
+
+    Written to a sibling temporary folder and moved into place only when saved, so a crash leaves no partial
+    artifact."""
+    gptq_group_check(model_dir, group_size)
+    from rubricrl.inference.generate import placement
+
+    os.environ.setdefault("GPTQMODEL_CPU_WORKERS", str(min(2, os.cpu_count() or 1)))
+    try:
+        from gptqmodel import GPTQModel, QuantizeConfig
+    except ImportError as err:
+        raise ExportError(f"GPTQ export needs GPTQModel: pip install 'rubricrl[gptq]' ({err})") from None
+    out, model_dir = Path(out).absolute(), Path(model_dir).absolute()
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    dev, _ = placement(device)
+    cwd = os.getcwd()
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            os.chdir(scratch)  # GPTQModel writes per-run logs under ./logs; keep them out of the project
+            try:
+                # No disk offload: the models fit in memory, and offloading writes outside the stage's outputs.
+                model = GPTQModel.load(str(model_dir), QuantizeConfig(bits=bits, group_size=group_size,
+                                                                      offload_to_disk=False), device=dev.type)
+                model.quantize(list(calibration), batch_size=1)
+                model.save(str(tmp))
+            finally:
+                os.chdir(cwd)
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+    except Exception as err:  # GPTQModel raises many kinds; name the artifact
+        raise ExportError(f"{out}: GPTQ quantization of {model_dir} failed: {type(err).__name__}: {err}") from err
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def load_gptq(path: str | Path, device: str = "auto"):
+    """A GPTQ folder reloaded with GPTQModel: (HF model, left-padding tokenizer) on the profile's device and dtype."""
+    from transformers import AutoTokenizer
+
+    from rubricrl.inference.generate import placement
+
+    dev, dtype = placement(device)
+    try:
+        from gptqmodel import BACKEND, GPTQModel
+
+        # CPU: the fused torch kernel (ATen int4 matmul), the one CPU GPTQ kernel that takes fp32 activations
+        # (GPTQModel's CPU default is bf16, slow without AVX-512 bf16; its plain torch kernel refuses fp32).
+        backend = BACKEND.TORCH_FUSED if dev.type == "cpu" else BACKEND.AUTO
+        model = GPTQModel.load(str(path), device=dev.type, backend=backend, dtype=dtype).model
+    except ImportError as err:
+        raise ExportError(f"GPTQ export needs GPTQModel: pip install 'rubricrl[gptq]' ({err})") from None
+    except Exception as err:
+        raise ExportError(f"{path}: verification failed: GPTQModel could not load it: "
+                          f"{type(err).__name__}: {err}") from None
+    model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+def verify_gptq(path: str | Path, tasks: Sequence[Task], scorer, max_new_tokens: int, threads: int,
+                speed_tasks: Sequence[Task] = (), speed_tokens: int = 64, batch_size: int = 8,
+                device: str = "auto") -> dict:
+    """Reload a GPTQ folder and score its greedy answers (HF generate, batches of `batch_size`); tokens/s one
+    prompt at a time on `speed_tasks`, as tokens_per_s_hf measures the source. Raises ExportError naming it."""
+    from rubricrl.inference.generate import generate_with_stats
+
+    path = Path(path)
+    pair = load_gptq(path, device)
+    try:
+        responses, stats = generate_with_stats(path, tasks, batch_size=batch_size, max_new_tokens=max_new_tokens,
+                                               threads=threads, model_and_tokenizer=pair, desc=None)
+        speed = (generate_with_stats(path, speed_tasks, batch_size=1, max_new_tokens=speed_tokens, threads=threads,
+                                     model_and_tokenizer=pair, desc=None)[1].tokens_per_s if speed_tasks else None)
+    except Exception as err:
+        raise ExportError(f"{path}: verification failed: generation raised {type(err).__name__}: {err}") from None
+    scored = strict_and_reward(tasks, responses, scorer)
+    size = sum(f.stat().st_size for f in path.glob("*.safetensors"))
+    return {"artifact": str(path), "size_mb": round(size / 2**20, 1), "verified": True, "truncated": stats.truncated,
+            "tokens": stats.new_tokens, "seconds": round(stats.seconds, 2), "tokens_per_s": speed, **scored}
+
+
+def strict_and_reward(tasks: Sequence[Task], responses: Sequence[str], scorer) -> dict:
+    """Strict field accuracy and mean rubric reward of answers to `tasks` (per-task rows included)."""
+    from rubricrl.metrics.strict import strict_counts
+
+    rows = []
+    for t, r in zip(tasks, responses, strict=True):
+        c = strict_counts(t, r)
+        rows.append({"id": t.id, "right": c.right, "fields": c.fields, "null_for_present": c.null_for_present,
+                     "present": c.present, "reward": scorer.score(t, r).total})
+    fields = sum(r["fields"] for r in rows)
+    return {"n": len(rows), "field_accuracy": sum(r["right"] for r in rows) / fields if fields else None,
+            "reward": sum(r["reward"] for r in rows) / len(rows) if rows else None, "rows": rows}
+
+
+def verify_gguf(path: str | Path, model_dir: str | Path, tasks: Sequence[Task], scorer, max_new_tokens: int,
+                threads: int) -> dict:
+    """Reload a GGUF and score its greedy answers; raises ExportError naming the file when it does not load."""
+    path = Path(path)
+    try:
+        out, new_tokens, truncated, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, gguf=path)
+    except (conversion.EngineError, ValueError, OSError) as err:  # llama.cpp raises ValueError on a bad file
+        raise ExportError(f"{path}: verification failed: {err}") from None
+    scored = strict_and_reward(tasks, [o[0] for o in out], scorer)
+    return {"artifact": str(path), "size_mb": round(path.stat().st_size / 2**20, 1), "verified": True,
+            "truncated": truncated, "tokens": new_tokens, "seconds": round(seconds, 2), **scored}
+
+
+def tokens_per_s_hf(model_dir: str | Path, tasks: Sequence[Task], max_new_tokens: int, threads: int) -> float:
+    """HF fp32 greedy, one prompt at a time: generated tokens per second (loading excluded)."""
+    from rubricrl.inference.generate import generate_with_stats
+
+    _, stats = generate_with_stats(model_dir, tasks, batch_size=1, max_new_tokens=max_new_tokens, threads=threads,
+                                   device="cpu", precision="fp32", desc=None)
+    return stats.tokens_per_s
+
+
+def tokens_per_s_gguf(path: str | Path, model_dir: str | Path, tasks: Sequence[Task], max_new_tokens: int,
+                      threads: int) -> float:
+    _, new_tokens, _, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, gguf=path)
+    return new_tokens / seconds if seconds > 0 else 0.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """Terminate a server process, killing it if it has not exited within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def serve_check(gguf: str | Path, task: Task, scorer, max_tokens: int = 256, timeout_s: float = 120.0) -> dict:
+    """Serve `gguf` with llama_cpp.server on loopback, ask one task through the openai client, score the answer."""
+    import httpx
+    from openai import OpenAI
+
+    from rubricrl.core.prompt import task_messages
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/v1"
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "server.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host",
+                                     "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--verbose", "False"],
+                                    stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise ExportError(f"{gguf}: llama_cpp.server did not come up (exit {proc.poll()}): "
+                                      + log.read_text(errors="replace")[-800:])
+                try:
+                    httpx.get(f"{base}/models", timeout=2)
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.3)
+            client = OpenAI(base_url=base, api_key="none", timeout=timeout_s, max_retries=1)
+            start = time.perf_counter()
+            reply = client.chat.completions.create(
+                model=Path(gguf).name, messages=task_messages(task), temperature=0.0, max_tokens=max_tokens,
+                response_format={"type": "json_object", "schema": task.schema})
+            seconds = time.perf_counter() - start
+        finally:
+            stop_server(proc)
+    answer = reply.choices[0].message.content or ""
+    scored = strict_and_reward([task], [answer], scorer)
+    return {"artifact": str(gguf), "task": task.id, "answer": answer, "seconds": round(seconds, 2),
+            "reward": scored["reward"], "field_accuracy": scored["field_accuracy"]}
+
+
+def retention(artifact: dict, source: dict) -> dict:
+    """artifact / source for strict field accuracy and reward (None where the source's value is 0 or missing)."""
+    def ratio(key):
+        a, b = artifact.get(key), source.get(key)
+        return None if a is None or not b else round(a / b, 4)
+
+    return {"field_accuracy": ratio("field_accuracy"), "reward": ratio("reward")}

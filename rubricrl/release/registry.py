@@ -1,0 +1,449 @@
+"""The MLflow model registry: every trained candidate is a version of one registered model; the alias
+`champion` moves only through gates (MLflow aliases, not the deprecated stages).
+
+- `register`: a candidate (an HF folder and the stage that made it) becomes a version, logged with MLflow's
+  transformers flavour and tagged with its lineage (stage, git commit, DVC md5 of its data and rubric, params
+  hash, the MLflow run that trained it) and its eval numbers (strict field accuracy and reward per test part,
+  the general suites, the rubric and general gates). Its per-task eval rows are an artifact of the registering
+  run, so a later promotion can pair them. The newest candidate gets the alias `challenger`. The same weights
+  registered again (a rerun where nothing changed) update the existing version instead of adding a copy.
+- `promote`: `challenger` against `champion` on the same test tasks, paired by task id. `champion` moves only
+  when every gate passes (rubric gate, general gate, task metric not worse than champion's by more than
+  registry.task_margin on the paired difference, and exports verified once there are any). The first
+  passing candidate becomes champion. Decision and each gate's numbers are written as version tags and as a
+  Markdown report.
+- `rollback`: `champion` back to the previous champion (the registered model keeps the history as a tag).
+- `register_exports`: each verified export of a candidate (GGUF Q8_0/Q4_K_M, GPTQ) becomes a version of
+  `<name>-gguf` or `<name>-gptq` (the file or folder logged as a run artifact), tagged with its format,
+  quantization, retention, size, tokens/s and the candidate version it came from, under the alias
+  `<source>-<quantization>` (e.g. `models:/rubricrl-extractor-gguf@grpo-q4_k_m`). A failed verification is
+  not registered: it is a tag on the candidate, and the export gate names it.
+
+Candidates (Candidate, built by the flow's registry step from the stages' typed results): sft and grpo with the
+eval_task stage's rows and numbers; the distilled student with the distill stage's (its test slice, and the
+general suites when `distill.general` scored it).
+
+promote and rollback hold a file lock beside the tracking store while they read the aliases, decide and
+move them, so two concurrent promotes serialise and the second decides against the first's champion. The
+lock is local to the machine: with a remote tracking server, promote from one place (the pipeline flow).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from rubricrl import tracking
+from rubricrl.core.atomic import write_text
+from rubricrl.core.jsonio import read_jsonl
+from rubricrl.core.tables import table
+from rubricrl.core.errors import RubricRLError
+
+CHALLENGER, CHAMPION = "challenger", "champion"
+HISTORY = "rubricrl.champion_history"  # registered-model tag: the champion versions, oldest first (JSON)
+ROWS = "eval/responses.jsonl"  # the registering run's per-task eval rows (id, part, total, strict)
+REPORT = Path("outputs/registry/promotion.md")
+DECISIONS = Path("outputs/registry/decisions.json")  # every promotion decision of the last run (the run report shows them)
+TASK_METRIC = "field_accuracy"
+STUDENT = "student"
+EXPORT_FORMATS = {"q8_0": "gguf", "q4_k_m": "gguf", "gptq": "gptq"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the registry needs of a trained model, read by the flow from the stages' typed results: the registry
+    never parses a stage's files itself.
+
+    numbers: per test part {"reward_mean", "field_accuracy"}; general: {"scores": {suite: score}, "gate":
+    {"passed", "failures"}}, or None when the candidate was not scored on the general suites (`general_note` says
+    why); exports: the export stage's record of each artifact (kind -> {artifact, verified, size_mb, ...})."""
+
+    name: str  # sft, grpo, student
+    trained_by: str  # the stage whose MLflow run trained it (its source_run tag)
+    model_dir: Path
+    rows: Path  # its per-task eval rows (id, part, total, strict): a promotion pairs them
+    numbers: dict[str, dict]
+    test_file: Path  # the test split the rows answer (its md5 pairs two versions' rows)
+    lineage: dict[str, Path]  # tag name (a project path) -> file, hashed as DVC does
+    general: dict | None = None
+    general_note: str = "not scored on the general suites"
+    exports: dict[str, dict] = field(default_factory=dict)
+    hf_tokens_per_s: float | None = None
+
+
+class RegistryError(RubricRLError):
+    """A registry operation that cannot be done (no challenger, nothing to roll back to, ...)."""
+
+
+@dataclass
+class Gate:
+    name: str
+    passed: bool
+    detail: str
+
+
+def client(cfg):
+    """An MlflowClient on the project's tracking store (cfg: TrackingParams)."""
+    from mlflow import MlflowClient
+
+    tracking.setup(cfg)
+    return MlflowClient()
+
+
+@contextmanager
+def registry_lock(cfg) -> Iterator[None]:
+    from filelock import FileLock
+
+    store = Path(cfg.uri.removeprefix("sqlite:///")).parent if cfg.uri.startswith("sqlite:///") else Path(".cache")
+    store.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(store / "registry.lock"), timeout=600):
+        yield
+
+
+def params_sha256(path: str | Path = "params.yaml") -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def alias_version(c, name: str, alias: str):
+    """The version an alias points at, or None (no such alias or registered model)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return c.get_model_version_by_alias(name, alias)
+    except MlflowException:
+        return None
+
+
+def _training_run(c, experiment: str, stage: str) -> str | None:
+    """The newest finished MLflow run of the stage that made the candidate."""
+    exp = c.get_experiment_by_name(experiment)
+    if exp is None:
+        return None
+    runs = c.search_runs([exp.experiment_id], f"tags.`rubricrl.stage` = '{stage}' and attributes.status = 'FINISHED'",
+                         order_by=["attributes.start_time DESC"], max_results=1)
+    return runs[0].info.run_id if runs else None
+
+
+def _text(tags: dict) -> dict[str, str]:
+    return {k: "none" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v)) for k, v in tags.items()}
+
+
+def eval_tags(candidate: Candidate) -> dict[str, str]:
+    """The candidate's numbers per test part, its general suites and its general gate."""
+    tags = {}
+    for part, h in candidate.numbers.items():
+        tags[f"eval.{part}.reward"] = h.get("reward_mean")
+        tags[f"eval.{part}.{TASK_METRIC}"] = h.get(TASK_METRIC)
+    g = candidate.general
+    if g is not None:
+        tags.update({f"general.{suite}": score for suite, score in (g.get("scores") or {}).items()})
+        if g.get("gate") is not None:
+            gate = g["gate"]
+            tags["gate.general"] = "passed" if gate["passed"] else "failed: " + "; ".join(gate["failures"])
+    return _text(tags)
+
+
+def export_tags(candidate: Candidate) -> dict[str, str]:
+    """export.<kind>.{verified,retention,size_mb,tokens_per_s,artifact} of the candidate's exports."""
+    tags = {}
+    for kind, a in candidate.exports.items():
+        tags[f"export.{kind}.verified"] = "true" if a.get("verified") else "false"
+        tags[f"export.{kind}.artifact"] = a.get("artifact", "")
+        if a.get("verified"):
+            tags[f"export.{kind}.retention"] = str((a.get("retention") or {}).get("field_accuracy"))
+            tags[f"export.{kind}.size_mb"] = str(a.get("size_mb"))
+            tags[f"export.{kind}.tokens_per_s"] = f"{a.get('tokens_per_s', 0):.1f}"
+        else:
+            tags[f"export.{kind}.error"] = str(a.get("error", ""))[:500]
+    return tags
+
+
+def register(params, candidate: Candidate, rubric_gate: list[str], params_file: str | Path = "params.yaml") -> str:
+    """Register the candidate; move `challenger` to it. Returns its version. `rubric_gate`: the calibration gate's
+    failures (empty: passed)."""
+    import mlflow
+
+    c = candidate
+    if not c.rows.exists():
+        stage = "distill" if c.name == STUDENT else "eval_task"
+        raise RegistryError(f"{c.rows}: no task eval of '{c.name}' to register it with (run the {stage} stage)")
+    cfg, name = params.tracking, params.registry.name
+    client_ = client(cfg)
+    md5 = tracking.weights_digest(c.model_dir)
+    tags = {
+        "stage": c.name, "git.commit": tracking.git_commit(), "params.sha256": params_sha256(params_file),
+        "model.md5": md5, "source_run": _training_run(client_, cfg.experiment, c.trained_by) or "unknown",
+        "gate.rubric": "passed" if not rubric_gate else "failed: " + "; ".join(rubric_gate),
+        "gate.general": f"failed: {c.general_note}",
+        "eval.test_md5": tracking.file_md5(c.test_file),
+        **{f"dvc.md5.{rel}": tracking.file_md5(path) for rel, path in c.lineage.items() if path.exists()},
+        **eval_tags(c), **export_tags(c),
+    }
+    with registry_lock(cfg):
+        found = client_.search_model_versions(f"name = '{name}' and tags.`model.md5` = '{md5}'") \
+            if client_.search_registered_models(f"name = '{name}'") else []
+        # Every registration logs the eval rows it tags (a promotion pairs them); only new weights log a model.
+        with tracking.stage_run(cfg, f"register-{c.name}", {"registry": params.registry.model_dump()}) as run:
+            run.log_artifact(c.rows, "eval")
+            tags["registering_run"] = mlflow.active_run().info.run_id
+            if found:
+                version = str(max(found, key=lambda v: int(v.version)).version)
+            else:
+                from transformers import AutoModelForCausalLM, AutoTokenizer
+
+                components = {"model": AutoModelForCausalLM.from_pretrained(str(c.model_dir)),
+                              "tokenizer": AutoTokenizer.from_pretrained(str(c.model_dir))}
+                info = mlflow.transformers.log_model(
+                    transformers_model=components, name="model", task="text-generation",
+                    registered_model_name=name, pip_requirements=_requirements(),
+                    model_card=None, await_registration_for=60)
+                version = str(info.registered_model_version)
+        for k, v in tags.items():
+            client_.set_model_version_tag(name, version, k, v)
+        client_.set_registered_model_alias(name, CHALLENGER, version)
+    return version
+
+
+def _artifact_md5(path: Path) -> str:
+    if path.is_file():
+        return tracking.file_md5(path)
+    h = hashlib.md5()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        h.update(f.relative_to(path).as_posix().encode())
+        h.update(tracking.file_md5(f).encode())
+    return h.hexdigest()
+
+
+def register_exports(params, candidate: Candidate, source_version: str,
+                     root: str | Path = ".") -> list[tuple[str, str, str]]:
+    """Each verified export of the candidate as a version of `<name>-gguf` / `<name>-gptq`, aliased
+    `<source>-<quantization>`. Returns [(registered model, version, alias)]. The same bytes registered again (a
+    rerun where nothing changed) reuse their version. Artifact paths are relative to `root`."""
+    import mlflow
+
+    root, source, hf_speed = Path(root), candidate.name, candidate.hf_tokens_per_s
+    cfg, name = params.tracking, params.registry.name
+    c = client(cfg)
+    out = []
+    for kind, a in candidate.exports.items():
+        if not a.get("verified"):
+            continue  # tagged on the candidate (export.<kind>.verified=false): the export gate names it
+        path = root / a["artifact"]
+        if not path.exists():
+            raise RegistryError(f"{path}: the verified {kind} export of '{source}' is missing (re-run the export stage)")
+        model, alias, md5 = f"{name}-{EXPORT_FORMATS[kind]}", f"{source}-{kind}", _artifact_md5(path)
+        retention = a.get("retention") or {}
+        tags = {"format": EXPORT_FORMATS[kind], "quantization": kind, "source": source,
+                "source_model": f"{name}/{source_version}", "artifact.md5": md5, "artifact": a["artifact"],
+                "size_mb": str(a.get("size_mb")), "tokens_per_s": f"{a.get('tokens_per_s', 0):.1f}",
+                "field_accuracy": str(a.get(TASK_METRIC)), "reward": str(a.get("reward")),
+                "retention.field_accuracy": str(retention.get(TASK_METRIC)),
+                "retention.reward": str(retention.get("reward")), "verified": "true",
+                "vs_hf_tokens_per_s": str(round(a["tokens_per_s"] / hf_speed, 2))
+                if a.get("tokens_per_s") and hf_speed else "none"}
+        with registry_lock(cfg):
+            if not c.search_registered_models(f"name = '{model}'"):
+                c.create_registered_model(model, description=f"{EXPORT_FORMATS[kind].upper()} exports of {name}")
+            found = c.search_model_versions(f"name = '{model}' and tags.`artifact.md5` = '{md5}'")
+            if found:
+                version = str(max(found, key=lambda v: int(v.version)).version)
+            else:
+                with tracking.stage_run(cfg, f"register-{source}-{kind}", {"export": {"source": source, "kind": kind}}):
+                    run = mlflow.active_run()
+                    if path.is_dir():
+                        mlflow.log_artifacts(str(path), f"export/{kind}")
+                    else:
+                        mlflow.log_artifact(str(path), f"export/{kind}")
+                    uri = f"{run.info.artifact_uri}/export/{kind}"
+                version = str(c.create_model_version(model, uri, run_id=run.info.run_id).version)
+            for k, v in tags.items():
+                c.set_model_version_tag(model, version, k, v)
+            c.set_registered_model_alias(model, alias, version)
+        out.append((model, version, alias))
+    return out
+
+
+def _requirements() -> list[str]:
+    """Pinned from this environment (MLflow would otherwise infer them by loading the model in a subprocess)."""
+    from importlib.metadata import version
+
+    return [f"{p}=={version(p)}" for p in ("torch", "transformers", "tokenizers", "safetensors", "accelerate")]
+
+
+def _rows(c, mv) -> tuple[list[dict], str | None]:
+    """Per-task eval rows of a version and the md5 of the test file they came from."""
+    import mlflow
+
+    run = mv.tags.get("registering_run")
+    if not run:
+        return [], None
+    path = mlflow.artifacts.download_artifacts(run_id=run, artifact_path=ROWS)
+    rows = read_jsonl(path)
+    return rows, mv.tags.get("eval.test_md5")
+
+
+def _tag_gate(mv, tag: str, what: str) -> Gate:
+    value = mv.tags.get(tag)
+    if value is None:
+        return Gate(what, False, f"no {tag} tag: the candidate was registered without it")
+    return Gate(what, value == "passed", value)
+
+
+def task_gate(c, challenger, champion, margin: float, n_boot: int = 1000) -> Gate:
+    """Challenger's strict field accuracy minus champion's, paired by task: passes when >= -margin."""
+    from rubricrl.metrics.compare import paired_comparisons
+    from rubricrl.metrics.paired import describe
+
+    if champion is None:
+        return Gate("task", True, "no champion yet: the first candidate through the other gates becomes champion")
+    if str(champion.version) == str(challenger.version):
+        return Gate("task", True, f"challenger is champion (version {champion.version})")
+    (rows_a, test_a), (rows_b, test_b) = _rows(c, challenger), _rows(c, champion)
+    if not rows_a or not rows_b or test_a != test_b:
+        return Gate("task", False, f"versions {challenger.version} and {champion.version} were not evaluated on the "
+                                   f"same test tasks (test md5 {test_a} vs {test_b}): re-run the eval_task stage "
+                                   f"with the champion's split, or compare by hand")
+    paired = paired_comparisons({"champion": rows_b, "challenger": rows_a}, n_resamples=n_boot)
+    row = next((r for r in paired if r["part"] == "all" and r["metric"] == TASK_METRIC), None)
+    if row is None or row["diff"] is None:
+        return Gate("task", False, "no paired tasks with gold fields in common")
+    return Gate("task", row["diff"] >= -margin,
+                f"{TASK_METRIC} challenger {row['a']:.3f} vs champion {row['b']:.3f}: {describe(row)} "
+                f"(n={row['n']}; must be >= -{margin:g})")
+
+
+def export_gate(mv) -> Gate:
+    verified = {k: v for k, v in mv.tags.items() if k.startswith("export.") and k.endswith(".verified")}
+    if not verified:
+        return Gate("exports", True, "no exports registered for this candidate")
+    bad = sorted(k.split(".")[1] for k, v in verified.items() if v != "true")
+    return Gate("exports", not bad, f"failed verification: {', '.join(bad)}" if bad else
+                f"verified: {', '.join(sorted(k.split('.')[1] for k in verified))}")
+
+
+def promote(params, dry_run: bool = False, report: Path | None = REPORT) -> dict:
+    """Gate `challenger` against `champion`; move `champion` when every gate passes (not on a dry run)."""
+    cfg, name = params.tracking, params.registry.name
+    c = client(cfg)
+    with registry_lock(cfg):
+        challenger = alias_version(c, name, CHALLENGER)
+        if challenger is None:
+            raise RegistryError(f"registered model '{name}' has no '{CHALLENGER}' version: run the pipeline "
+                                f"(it registers every trained candidate) first")
+        champion = alias_version(c, name, CHAMPION)
+        gates = [_tag_gate(challenger, "gate.rubric", "rubric"), _tag_gate(challenger, "gate.general", "general"),
+                 task_gate(c, challenger, champion, params.registry.task_margin, params.eval.n_boot),
+                 export_gate(challenger)]
+        passed = all(g.passed for g in gates)
+        version, before = str(challenger.version), champion and str(champion.version)
+        decision = {"model": name, "challenger": version, "champion_before": before,
+                    "passed": passed, "promoted": passed and before != version and not dry_run, "dry_run": dry_run,
+                    "gates": [asdict(g) for g in gates]}
+        if not dry_run:
+            for g in gates:
+                c.set_model_version_tag(name, version, f"promotion.gate.{g.name}",
+                                        ("pass: " if g.passed else "FAIL: ") + g.detail[:4000])
+            c.set_model_version_tag(name, version, "promotion.decision",
+                                    "champion" if passed else "rejected: " + ", ".join(g.name for g in gates if not g.passed))
+            if decision["promoted"]:
+                c.set_registered_model_alias(name, CHAMPION, version)
+                history = _history(c, name) + [version]
+                c.set_registered_model_tag(name, HISTORY, json.dumps(history))
+        decision["champion_after"] = version if decision["promoted"] else before
+    if report is not None:
+        write_text(report, promotion_markdown(decision))
+    return decision
+
+
+def _history(c, name: str) -> list[str]:
+    return json.loads(c.get_registered_model(name).tags.get(HISTORY, "[]"))
+
+
+def rollback(params) -> tuple[str, str]:
+    """Move `champion` back to the previous champion; returns (from version, to version)."""
+    cfg, name = params.tracking, params.registry.name
+    c = client(cfg)
+    with registry_lock(cfg):
+        champion = alias_version(c, name, CHAMPION)
+        if champion is None:
+            raise RegistryError(f"registered model '{name}' has no '{CHAMPION}' to roll back")
+        current, history = str(champion.version), _history(c, name)
+        while history and history[-1] == current:
+            history.pop()
+        if not history:
+            raise RegistryError(f"'{name}': version {current} is the first champion; nothing to roll back to")
+        previous = history[-1]
+        c.set_registered_model_alias(name, CHAMPION, previous)
+        c.set_registered_model_tag(name, HISTORY, json.dumps(history))
+        c.set_model_version_tag(name, current, "promotion.decision", f"rolled back to version {previous}")
+    return current, previous
+
+
+def promotion_markdown(d: dict) -> str:
+    verdict = ("promoted to champion" if d["promoted"] else "already champion" if d["passed"] and
+               d["champion_before"] == d["challenger"] else "would be promoted (dry run)" if d["passed"]
+               else "stays challenger")
+    lines = [f"# Promotion: {d['model']} version {d['challenger']}", "",
+             f"Champion before: {d['champion_before'] or 'none'}; after: {d['champion_after'] or 'none'}. "
+             f"Decision: **{verdict}**.", "",
+             table(["gate", "pass", "numbers"], [[g["name"], "yes" if g["passed"] else "**no**", g["detail"]]
+                                                 for g in d["gates"]])]
+    return "\n".join(lines) + "\n"
+
+
+def versions(params, name: str | None = None) -> list[dict]:
+    """Every version of a registered model (default: registry.name), newest first, with its aliases and tags."""
+    c = client(params.tracking)
+    name = name or params.registry.name
+    if not c.search_registered_models(f"name = '{name}'"):
+        return []
+    aliases: dict[str, list[str]] = {}
+    for alias, v in c.get_registered_model(name).aliases.items():
+        aliases.setdefault(str(v), []).append(alias)
+    out = []
+    for mv in sorted(c.search_model_versions(f"name = '{name}'"), key=lambda v: -int(v.version)):
+        out.append({"version": str(mv.version), "aliases": sorted(aliases.get(str(mv.version), [])), "tags": dict(mv.tags),
+                    "created": mv.creation_timestamp, "run_id": mv.run_id})
+    return out
+
+
+def resolve(params, ref: str):
+    """'NAME', 'NAME@ALIAS' or 'NAME/VERSION' (or a models:/ URI) -> the ModelVersion."""
+    c = client(params.tracking)
+    ref = ref.removeprefix("models:/")
+    if "@" in ref:
+        name, alias = ref.split("@", 1)
+        mv = alias_version(c, name, alias)
+        if mv is None:
+            raise RegistryError(f"models:/{ref}: '{name}' has no alias '{alias}'")
+        return mv
+    name, _, version = ref.partition("/")
+    if not version:
+        found = c.search_model_versions(f"name = '{name}'")
+        if not found:
+            raise RegistryError(f"models:/{ref}: no registered model '{name}'")
+        return max(found, key=lambda v: int(v.version))
+    return c.get_model_version(name, version)
+
+
+def local_model_dir(params, uri: str, cache: str | Path = ".cache/registry") -> Path:
+    """An HF folder (model + tokenizer) of a registry model (models:/NAME@ALIAS), made once per version via MLflow's
+    transformers flavour, so every loader in the project (eval, GGUF export) takes registry models too."""
+    import mlflow
+
+    mv = resolve(params, uri)
+    out = Path(cache) / mv.name / str(mv.version)
+    if (out / "config.json").exists():
+        return out
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    parts = mlflow.transformers.load_model(f"models:/{mv.name}/{mv.version}", return_type="components")
+    tmp = out.with_name(out.name + ".tmp")
+    parts["model"].save_pretrained(tmp)
+    parts["tokenizer"].save_pretrained(tmp)
+    tmp.replace(out)
+    return out

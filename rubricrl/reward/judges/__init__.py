@@ -1,0 +1,17 @@
+"""Judges for judge criteria: `grounded` (deterministic, CPU) and `openai` (any compatible endpoint)."""
+
+from __future__ import annotations
+
+from rubricrl.reward.judges.base import Judge, JudgeRequest, Verdict
+from rubricrl.reward.judges.grounded import GroundedJudge
+from rubricrl.config import JudgeConfig
+
+__all__ = ["Judge", "JudgeRequest", "Verdict", "GroundedJudge", "build_judge"]
+
+
+def build_judge(config: JudgeConfig, policy_model: str | None = None) -> Judge:
+    if config.type == "grounded":
+        return GroundedJudge()
+    from rubricrl.reward.judges.openai_judge import OpenAIJudge  # late: needs httpx
+
+    return OpenAIJudge(config, policy_model=policy_model)

@@ -1,0 +1,87 @@
+"""The rubric spec: a YAML file of weighted criteria and capped penalties.
+
+total = sum(weight * score for criteria) - sum(penalty amounts). Rule criteria and penalties
+name a function in the registry (rubricrl.reward.rules); judge criteria name a judge.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import yaml
+from pydantic import Field, model_validator
+
+from rubricrl.config import JudgeConfig
+from rubricrl.core.yamlfile import Strict
+
+
+class Example(Strict):
+    label: Literal["good", "bad"]
+    answer: str
+    why: str
+
+
+class Criterion(Strict):
+    id: str
+    kind: Literal["rule", "judge"]
+    description: str
+    range: tuple[float, float] = (0.0, 3.0)
+    weight: float = Field(1.0, ge=0.0)  # 0 logs a criterion without optimising it
+    fn: str | None = None  # rule: registry name
+    judge: str | None = None  # judge: name of a judge in the rubric's judges or params
+    params: dict = Field(default_factory=dict)
+    scale: dict[int, str] = Field(default_factory=dict)  # judge: meaning of each score
+    examples: list[Example] = Field(default_factory=list)
+    source: str = "manual"  # where the criterion came from (manual, schema, llm, ...)
+
+    @model_validator(mode="after")
+    def _check(self):
+        lo, hi = self.range
+        if hi <= lo:
+            raise ValueError(f"range: max ({hi}) must exceed min ({lo})")
+        if self.kind == "rule" and not self.fn:
+            raise ValueError("fn: a rule criterion must name its function")
+        if self.kind == "judge" and not self.judge:
+            raise ValueError("judge: a judge criterion must name its judge")
+        return self
+
+    @property
+    def max(self) -> float:
+        return self.range[1]
+
+
+class Penalty(Strict):
+    id: str
+    description: str
+    fn: str
+    per: float = Field(gt=0)  # amount per unit (character, invented value, ...)
+    cap: float = Field(gt=0)  # the most this penalty can take off
+    params: dict = Field(default_factory=dict)
+    source: str = "manual"
+
+
+class Rubric(Strict):
+    name: str
+    version: int = 1
+    description: str = ""
+    criteria: list[Criterion]
+    penalties: list[Penalty] = Field(default_factory=list)
+    judges: dict[str, JudgeConfig] = Field(default_factory=lambda: {"grounded": JudgeConfig(type="grounded")})
+
+    @model_validator(mode="after")
+    def _check(self):
+        ids = [c.id for c in self.criteria] + [p.id for p in self.penalties]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"duplicate criterion/penalty id(s): {', '.join(dupes)}")
+        for c in self.criteria:
+            if c.kind == "judge" and c.judge not in self.judges:
+                raise ValueError(f"criteria.{c.id}.judge: unknown judge '{c.judge}' (defined: {', '.join(self.judges)})")
+        return self
+
+    @property
+    def max_total(self) -> float:
+        return sum(c.weight * c.max for c in self.criteria)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json", exclude_defaults=False), sort_keys=False, allow_unicode=True)

@@ -1,1 +1,0 @@
-"""Rubric spec, rule criteria and the scoring engine."""

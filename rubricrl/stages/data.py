@@ -1,0 +1,62 @@
+"""DVC stage `data`: build the train/val/test task files (generated, or the user's JSONL) and their stats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rubricrl import tracking
+from rubricrl.config import Params, load_params
+from rubricrl.core.atomic import output_set, write_jsonl
+from rubricrl.core.entry import stage_main
+from rubricrl.core.tables import table
+from rubricrl.data.prepare import prepare_splits, split_stats
+from rubricrl.stages.base import Result, write_section
+from rubricrl.stages.paths import DATA as PATHS
+
+
+class DataResult(Result):
+    """metrics/data.json: per split, its size and what it holds (split_stats)."""
+
+    train: dict
+    val: dict
+    test: dict
+
+
+def run(params: Params) -> DataResult:
+    cfg = params.data
+    inputs = [cfg.tasks_file] if cfg.source == "file" else []
+    with tracking.stage_run(params.tracking, "data", {"data": cfg.model_dump()}, inputs=inputs) as run:
+        splits = prepare_splits(cfg)  # validates everything before anything is written
+        out = Path(PATHS.train).parent
+        with output_set(out, f"{out}: another run is writing here; waiting for it") as stage:
+            for name in ("train", "val", "test"):  # the three files appear together or not at all
+                write_jsonl(stage / Path(getattr(PATHS, name)).name, (t.to_dict() for t in splits[name]))
+        result = DataResult(**split_stats(splits))
+        result.write(PATHS.stats)
+        write_section(PATHS.section, section(result, params))
+        stats = result.model_dump()
+        run.log_metrics({f"{s}.{k}": v for s, d in stats.items() for k, v in d.items() if not isinstance(v, dict)})
+        run.log_dict(stats, "data_stats.json")
+        run.log_outputs([PATHS.train, PATHS.val, PATHS.test])
+    return result
+
+
+def section(result: DataResult, params: Params) -> str:
+    cfg = params.data
+    source = f"generated (seed {cfg.seed})" if cfg.source == "generate" else f"`{cfg.tasks_file}`"
+    splits = result.model_dump()
+    rows = [[name, s["n"], s["with_reference"], s["share_hard"], s["share_gold_null"], s["distinct_schemas"],
+             ", ".join(f"{k} {v}" for k, v in s["parts"].items()), ", ".join(f"{k} {v}" for k, v in s["langs"].items())]
+            for name, s in splits.items()]
+    return "\n".join([
+        "# Data", "",
+        f"Tasks {source}: {result.train['n']} train, {result.val['n']} validation (calibration and the hack monitor, "
+        f"never trained on), {result.test['n']} test.", "",
+        table(["split", "tasks", "with reference", "hard share", "gold-null share", "schemas", "parts", "languages"],
+              rows),
+        "", "Domains: " + "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in s["domains"].items())
+                                   for name, s in splits.items()) + "."])
+
+
+if __name__ == "__main__":
+    stage_main(lambda: run(load_params()))

@@ -1,0 +1,57 @@
+"""DVC stage `eval_general`: base, SFT and GRPO on the general suites (instruction following, code, knowledge QA,
+perplexity), paired differences vs base, and the general gate (the flow retrains GRPO when it fails); its report
+section is outputs/general/report.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rubricrl import tracking
+from rubricrl.config import Params, load_params
+from rubricrl.core.atomic import write_jsonl, write_text
+from rubricrl.core.entry import stage_main
+from rubricrl.stages.base import Result
+from rubricrl.stages.paths import EVAL_GENERAL as PATHS
+from rubricrl.stages.paths import MODELS
+
+
+class GeneralResult(Result):
+    """metrics/general.json: each model's score per suite, the paired differences vs base, each model's gate."""
+
+    models: dict[str, dict[str, dict]]
+    paired: list[dict] = []
+    gates: dict[str, dict] = {}
+    gated: list[str] | None = None  # the models whose failed gate makes the flow retrain (general.gated)
+    tolerance: dict[str, float] = {}
+
+
+def run(params: Params) -> GeneralResult:
+    from rubricrl.general.run import SUITES, compare, evaluate, gate, markdown
+
+    cfg = params.general
+    results = {}
+    with tracking.stage_run(params.tracking, "eval_general", {"general": cfg.model_dump()}) as run:
+        for name, model_dir in MODELS.items():
+            results[name] = evaluate(model_dir, cfg, desc=f"general {name}")
+            for suite in SUITES:
+                write_jsonl(Path(PATHS.rows(name)) / f"{suite}.jsonl", results[name][suite]["items"])
+                run.log_metrics({f"{name}.{suite}.{k}": v for k, v in results[name][suite]["summary"].items()
+                                 if isinstance(v, (int, float))})
+        paired = compare(results, n_boot=cfg.n_boot)
+        gates = gate(paired, cfg.tolerance, [m for m in MODELS if m != "base"])  # registry tags use every one
+        write_text(PATHS.section, markdown(results, paired, gates, cfg.tolerance))
+        result = GeneralResult(
+            models={m: {s: {"score": r[s]["score"], **r[s]["summary"]} for s in SUITES} for m, r in results.items()},
+            paired=paired, gates=gates, gated=cfg.gated, tolerance=cfg.tolerance)
+        result.write(PATHS.result)
+        run.log_metrics({f"paired.{r['model']}-base.{r['suite']}": r["diff"] for r in paired})
+        run.set_tags({f"gate.{m}": "passed" if g["passed"] else "failed" for m, g in gates.items()})
+        run.log_artifact(PATHS.section, "general")
+        for m, g in gates.items():
+            print(f"eval_general: {m}: general gate " + ("passed" if g["passed"] else "FAILED: " + "; ".join(g["failures"])))
+        print(f"eval_general: {PATHS.section}")
+    return result
+
+
+if __name__ == "__main__":
+    stage_main(lambda: run(load_params()))

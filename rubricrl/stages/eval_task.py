@@ -1,0 +1,100 @@
+"""DVC stage `eval_task`: greedy generations on the test split from base, SFT and GRPO, scored with the
+rubric and the strict true metric, and compared by paired differences; its report section is
+outputs/eval/report.md with the models and paired-differences plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rubricrl import tracking
+from rubricrl.config import Params, load_params
+from rubricrl.core.atomic import write_csv, write_text
+from rubricrl.core.entry import stage_main
+from rubricrl.core.taskfile import load_tasks
+from rubricrl.reward.load import load_rubric
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.stages.base import Result
+from rubricrl.stages.paths import DATA, MODELS, RUBRIC
+from rubricrl.stages.paths import EVAL_TASK as PATHS
+
+OUT = Path(PATHS.out)
+HEADLINE = ("n", "reward_mean", "reward_ci", "json_valid_rate", "clean_json_rate", "extra_text_rate", "strict",
+            "components")
+
+
+def headline(group: dict) -> dict:
+    """The numbers a person compares first, with their 95% bootstrap intervals."""
+    return {k: group[k] for k in HEADLINE}
+
+
+def flat_metrics(name: str, part: str, h: dict) -> dict:
+    """MLflow metrics of one model and part: the reward, rates and strict metrics (numbers only)."""
+    flat = {k: v for k, v in h.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    flat.update({f"strict.{k}": v for k, v in (h.get("strict") or {}).items()
+                 if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    return {f"{name}.{part}.{k}": v for k, v in flat.items()}
+
+
+def summary_rows(summary: dict) -> list[dict]:
+    """One row per model and test part: reward and strict field accuracy with their 95% CIs."""
+    rows = []
+    for model, parts in summary.items():
+        for part, h in parts.items():
+            strict = h.get("strict") or {}
+            (lo, hi), (alo, ahi) = h.get("reward_ci") or (None, None), strict.get("field_accuracy_ci") or (None, None)
+            rows.append({"label": f"{model}/{part}", "model": model, "part": part, "n": h["n"],
+                         "reward_mean": h["reward_mean"], "reward_ci_low": lo, "reward_ci_high": hi,
+                         "json_valid_rate": h["json_valid_rate"], "field_accuracy": strict.get("field_accuracy"),
+                         "field_accuracy_ci_low": alo, "field_accuracy_ci_high": ahi})
+    return rows
+
+
+class EvalResult(Result):
+    """metrics/eval.json: per model and test part its headline numbers (reward, strict metrics, rates, with their
+    95% intervals), and the paired differences of each later model against each earlier one."""
+
+    models: dict[str, dict[str, dict]]
+    paired: list[dict] = []
+
+
+def run(params: Params) -> EvalResult:
+    from rubricrl.evaluate.plots import plot_models, plot_paired
+    from rubricrl.evaluate.section import comparison_markdown
+    from rubricrl.evaluate.task import evaluate_model, test_slice
+    from rubricrl.metrics.compare import paired_comparisons
+
+    cfg = params.eval
+    tasks = test_slice(load_tasks(DATA.test), cfg.max_per_part)
+    scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
+                          policy_model=params.policy.model)
+    summary, samples = {}, {}
+    with tracking.stage_run(params.tracking, "eval_task", {"eval": cfg.model_dump()}, inputs=[DATA.test]) as run:
+        for name, model_dir in MODELS.items():
+            metrics = evaluate_model(model_dir, tasks, scorer, OUT / name, batch_size=cfg.batch_size,
+                                     max_new_tokens=cfg.max_new_tokens, n_samples_table=cfg.samples_table,
+                                     n_boot=cfg.n_boot, engine=cfg.engine)
+            groups = {"all": metrics["all"], **metrics["parts"]}
+            summary[name] = {part: headline(g) for part, g in groups.items()}
+            samples[name] = metrics["samples"]
+            for part, h in summary[name].items():
+                run.log_metrics(flat_metrics(name, part, h))
+            run.log_table({k: [row.get(k) for row in metrics["samples"]] for k in ("id", "part", "total", "response")},
+                          f"eval/{name}_samples.json")
+            run.log_artifacts(OUT / name, f"eval/{name}")
+        paired = paired_comparisons(samples, n_resamples=cfg.n_boot)
+        rows = summary_rows(summary)
+        write_csv(PATHS.summary, rows, {k: k for k in rows[0]})  # `dvc plots`: models side by side
+        plot_models(rows, OUT)
+        plot_paired(paired, OUT)
+        write_text(PATHS.section, comparison_markdown(summary, paired, scorer.rubric.max_total, figures=True))
+        result = EvalResult(models=summary, paired=paired)
+        result.write(PATHS.result)
+        run.log_metrics({f"paired.{r['model']}-{r['vs']}.{r['part']}.{r['metric']}.{k}": r[k]
+                         for r in paired for k in ("diff", "p")})
+        run.log_artifact(PATHS.section, "eval")
+        print(f"eval_task: {PATHS.section}")
+    return result
+
+
+if __name__ == "__main__":
+    stage_main(lambda: run(load_params()))

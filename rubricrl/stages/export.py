@@ -1,0 +1,163 @@
+"""DVC stage `export`: GGUF Q8_0 and Q4_K_M and GPTQ 4-bit of the GRPO policy and the distilled student, each
+reloaded and scored on test tasks (retention vs the source's own answers: the eval's for the policy, the distill
+stage's for the student), tokens/s vs HF fp32, and a llama_cpp.server + openai serve check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import RootModel
+
+from rubricrl import tracking
+from rubricrl.config import Params, load_params
+from rubricrl.core.atomic import write_json, write_text
+from rubricrl.core.entry import stage_main
+from rubricrl.core.errors import RubricRLError
+from rubricrl.core.jsonio import read_jsonl
+from rubricrl.core.tables import table
+from rubricrl.core.taskfile import load_tasks
+from rubricrl.reward.load import load_rubric
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.stages.paths import DATA, RUBRIC
+from rubricrl.stages.paths import EXPORT as PATHS
+from rubricrl.stages.paths import EXPORT_SOURCES as SOURCES
+
+OUT = Path(PATHS.out)
+
+
+class ExportResult(RootModel[dict[str, dict]]):
+    """metrics/export.json: per source model its numbers (source, source_size_mb, hf_tokens_per_s, serve) and its
+    artifacts (q8_0, q4_k_m, gptq: size, field accuracy, reward, retention, tokens/s, verified or error)."""
+
+    @classmethod
+    def read(cls, path: str | Path) -> "ExportResult":
+        return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def source_numbers(responses: str, ids: list[str]) -> dict:
+    """The source model's strict field accuracy and reward on these tasks, from the answers its stage wrote."""
+    rows = {r["id"]: r for r in read_jsonl(responses) if r["id"] in ids}
+    missing = [i for i in ids if i not in rows]
+    if missing:
+        raise RubricRLError(f"{responses}: no answers for test task(s) {', '.join(missing[:5])}: "
+                            "export.n_tasks exceeds the tasks its stage answered")
+    fields = sum(rows[i]["strict"]["fields"] for i in ids)
+    return {"field_accuracy": sum(rows[i]["strict"]["right"] for i in ids) / fields if fields else None,
+            "reward": sum(rows[i]["total"] for i in ids) / len(ids)}
+
+
+def markdown(results: dict, cfg) -> str:
+    rows = []
+    for name, r in results.items():
+        src = r["source"]
+        rows.append([name, "HF fp32 (source)", str(r["source_size_mb"]), f"{src['field_accuracy']:.3f}", "1",
+                     f"{src['reward']:.2f}", f"{r['hf_tokens_per_s']:.1f}", "1.00x", ""])
+        for kind, a in r["artifacts"].items():
+            if "error" in a:
+                rows.append([name, kind, "", "", "", "", "", "", f"**verification failed**: {a['error']}"])
+                continue
+            rows.append([name, kind, str(a["size_mb"]), f"{a['field_accuracy']:.3f}", str(a["retention"]["field_accuracy"]),
+                         f"{a['reward']:.2f}", f"{a['tokens_per_s']:.1f}",
+                         f"{a['tokens_per_s'] / r['hf_tokens_per_s']:.2f}x", "yes" if a["meets_goal"] else "no"])
+    lines = ["# Exports", "", "Each artifact reloaded and scored on the same test tasks as its source; retention = "
+             "artifact / source. tokens/s: one prompt at a time, the same prompts, side by side in one run. "
+             f"GGUF: llama.cpp; GPTQ: {cfg.gptq.bits}-bit, group size {cfg.gptq.group_size}, GPTQModel (HF generate).",
+             "", table(["source", "artifact", "size MB", "field acc", "retention", "reward", "tokens/s", "vs HF fp32",
+                        "goal met"], rows, limit=400)]
+    for name, r in results.items():
+        if r.get("serve"):
+            s = r["serve"]
+            lines += ["", f"Serve check ({name}, Q4_K_M via llama_cpp.server + openai client): task {s['task']}, "
+                          f"reward {s['reward']:.2f}, field accuracy {s['field_accuracy']:.3f}, {s['seconds']} s.", "",
+                      "```json", s["answer"][:800], "```"]
+    return "\n".join(lines) + "\n"
+
+
+def calibration_texts(model_dir: str, n: int) -> list[str]:
+    """GPTQ calibration: the first n training prompts with their gold answers, as the model's chat template
+    renders them (the distribution the quantized model will serve)."""
+    from transformers import AutoTokenizer
+
+    from rubricrl.inference.generate import chat_texts
+    from rubricrl.core.prompt import task_messages
+
+    tasks = [t for t in load_tasks(DATA.train) if t.reference is not None][:n]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    return chat_texts(tokenizer, [task_messages(t) + [{"role": "assistant", "content": json.dumps(
+        t.reference, ensure_ascii=False)}] for t in tasks])
+
+
+def run(params: Params) -> ExportResult:
+    from rubricrl.inference.generate import default_threads
+    from rubricrl.inference.conversion import gguf_for
+    from rubricrl.release.export import (ExportError, gptq_group_check, gptq_quantize, quantize, retention, serve_check,
+                                 tokens_per_s_gguf, tokens_per_s_hf, verify_gguf, verify_gptq)
+    from rubricrl.evaluate.task import test_slice
+
+    cfg = params.export
+    tasks = test_slice(load_tasks(DATA.test), params.eval.max_per_part)[:cfg.n_tasks]
+    speed = tasks[:cfg.speed_tasks]
+    scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
+                          policy_model=params.policy.model)
+    threads = default_threads()
+    results = {}
+    with tracking.stage_run(params.tracking, "export", {"export": cfg.model_dump()}) as run:
+        for name, kinds in ((n, k) for n, k in cfg.artifacts.items() if k):
+            model_dir, responses = SOURCES[name]
+            source = source_numbers(responses, [t.id for t in tasks])
+            if "gptq" in kinds:
+                gptq_group_check(model_dir, cfg.gptq.group_size)  # a setting error: fail the stage, name the key
+            r = {"source": source, "source_size_mb": round(sum(p.stat().st_size for p in Path(model_dir).glob(
+                "*.safetensors")) / 2**20, 1), "hf_tokens_per_s": tokens_per_s_hf(model_dir, speed, cfg.speed_tokens,
+                                                                                  threads), "artifacts": {}}
+
+            def verified(kind: str, path: Path, make) -> None:
+                """Make and verify one artifact; a failure is recorded with its message (it blocks promotion)."""
+                try:
+                    a = make()
+                except ExportError as err:
+                    r["artifacts"][kind] = {"artifact": str(path), "verified": False, "error": str(err)}
+                    return
+                a["retention"] = retention(a, source)
+                kept = a["retention"]["field_accuracy"]
+                goal = cfg.goals.get(kind)
+                a["meets_goal"] = goal is None or (kept is not None and kept >= goal)
+                a["verified"] = a["meets_goal"] or not cfg.gate_on_retention
+                r["artifacts"][kind] = a
+                run.log_metrics({f"{name}.{kind}.{k}": a[k] for k in ("size_mb", "field_accuracy", "reward",
+                                                                       "tokens_per_s")}
+                                | {f"{name}.{kind}.retention": kept})
+
+            def gguf(kind: str, path: Path) -> dict:
+                quantize(gguf_for(model_dir, "f16"), path, kind, threads)
+                a = verify_gguf(path, model_dir, tasks, scorer, cfg.max_new_tokens, threads)
+                return a | {"tokens_per_s": tokens_per_s_gguf(path, model_dir, speed, cfg.speed_tokens, threads)}
+
+            def gptq(path: Path) -> dict:
+                gptq_quantize(model_dir, path, calibration_texts(model_dir, cfg.gptq.calibration), cfg.gptq.bits,
+                              cfg.gptq.group_size)
+                return verify_gptq(path, tasks, scorer, cfg.max_new_tokens, threads, speed, cfg.speed_tokens,
+                                   batch_size=params.eval.batch_size)
+
+            for kind in kinds:
+                if kind == "gptq":
+                    verified(kind, OUT / name / "gptq", lambda: gptq(OUT / name / "gptq"))
+                else:
+                    path = OUT / name / f"model-{kind}.gguf"
+                    verified(kind, path, lambda: gguf(kind, path))
+            if cfg.serve_check and "q4_k_m" in r["artifacts"] and r["artifacts"]["q4_k_m"].get("size_mb"):
+                r["serve"] = serve_check(OUT / name / "model-q4_k_m.gguf", tasks[0], scorer)
+            results[name] = r
+        write_text(PATHS.section, markdown(results, cfg))
+        result = ExportResult({name: {**{k: v for k, v in r.items() if k != "artifacts"},
+                                      "artifacts": {k: {x: y for x, y in a.items() if x != "rows"}
+                                                    for k, a in r["artifacts"].items()}} for name, r in results.items()})
+        write_json(PATHS.result, result.model_dump(mode="json"))
+        run.log_artifacts(OUT, "export")  # the report and the quantized files themselves
+        print(f"export: {PATHS.section}")
+    return result
+
+
+if __name__ == "__main__":
+    stage_main(lambda: run(load_params()))

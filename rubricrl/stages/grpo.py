@@ -1,0 +1,153 @@
+"""DVC stage `grpo`: GRPO on the calibrated rubric, after the rubric gate; resumes after a crash. Its section of
+the run report is the training report (outputs/grpo/report.md) with the reward, KL and hack-monitor plots.
+
+One process (`python -m rubricrl.stages.grpo`) or several, with the same code:
+`accelerate launch --config_file configs/accelerate_zero3.yaml -m rubricrl.stages.grpo` on GPUs, or
+`accelerate launch --multi_gpu --num_processes N -m rubricrl.stages.grpo` for N CPU processes (DDP over gloo;
+accelerate's `--cpu --num_processes N` starts only one process without an MPI hostfile). Every rank
+checks the gate and trains; only the main process touches the output folder and MLflow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+from rubricrl import tracking
+from rubricrl.calibrate.gate import check_gate
+from rubricrl.config import Params, load_params
+from rubricrl.core.atomic import write_csv, write_json, write_text
+from rubricrl.core.entry import stage_main
+from rubricrl.core.taskfile import load_tasks
+from rubricrl.reward.functions import RubricReward
+from rubricrl.reward.load import load_rubric
+from rubricrl.reward.scoring import RubricScorer
+from rubricrl.stages.base import Result
+from rubricrl.stages.paths import DATA, POLICIES, RUBRIC
+from rubricrl.stages.paths import GRPO as PATHS
+
+OUT = Path(PATHS.out)
+
+
+class GRPOResult(Result):
+    """metrics/grpo.json."""
+
+    steps: int
+    resumed_from_step: int
+    rollbacks: int
+    final_beta: float
+    hack_rollbacks: int
+    wall_seconds: float
+    reward_first: float | None  # mean training reward of the first trend window of logged steps
+    reward_last: float | None  # ... and of the last (rubricrl.train.section.reward_trend)
+    learning_rate: float | None = None  # as trained (an overlay may differ from params.yaml)
+    beta: float | None = None
+
+
+def fingerprint(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def relaunch_under_accelerate(config: str) -> None:
+    """`python -m rubricrl.stages.grpo` (as DVC and the flow run it) with grpo.accelerate_config set: run this same
+    module under `accelerate launch --config_file CONFIG` (e.g. 8 GPUs, ZeRO-3) and exit with its code."""
+    import os
+    import subprocess
+
+    if "LOCAL_RANK" not in os.environ:  # not yet under a launcher
+        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config, "-m", __spec__.name]
+        sys.exit(subprocess.call(cmd))
+
+
+def run(params: Params) -> GRPOResult | None:
+    """Train (every rank); the main process writes the outputs and returns the result, the others None."""
+    from accelerate.utils import broadcast_object_list
+
+    from rubricrl.train.grpo import process_state, train_grpo
+    from rubricrl.train.section import HISTORY_COLUMNS, MONITOR_COLUMNS, history_rows, monitor_rows, reward_trend
+
+    cfg = params.grpo
+    report = json.loads(Path(RUBRIC.report).read_text(encoding="utf-8"))
+    # Every rank reads the same report, so a failed gate stops them all here, before any process group exists.
+    overridden = check_gate(report, params.rubric, params.rubric.allow_gate_failures)
+    tasks = load_tasks(DATA.train)[: cfg.max_tasks]
+    # The hack monitor's fixed slice: the last validation tasks with gold answers.
+    monitor_tasks = [t for t in load_tasks(DATA.val) if t.reference is not None][-cfg.monitor.n_tasks:]
+    model_dir = POLICIES[cfg.start_from]
+    rubric_text = Path(RUBRIC.rubric).read_text(encoding="utf-8")
+    main_process = process_state(cfg).is_main_process
+    resume = None
+    if main_process:
+        for fail in overridden:
+            print(f"warning: training despite a failed rubric gate (rubric.allow_gate_failures): {fail}", file=sys.stderr)
+        # Checkpoints of another configuration must never be resumed: start over when anything changed.
+        stamp = fingerprint(cfg.model_dump(mode="json"), [t.id for t in tasks], [t.id for t in monitor_tasks],
+                            rubric_text, tracking.weights_md5(model_dir))
+        stamp_file = OUT / "fingerprint.json"
+        resume = stamp_file.exists() and json.loads(stamp_file.read_text()).get("fingerprint") == stamp
+        if not resume and OUT.exists():
+            shutil.rmtree(OUT)
+        write_json(stamp_file, {"fingerprint": stamp})
+    # The main process decides; the others wait here until its folder work is done, then do the same.
+    [resume] = broadcast_object_list([resume])
+    scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
+                          policy_model=params.policy.model)
+    reward = RubricReward(scorer, {t.id: t for t in tasks})
+    stage_run = (tracking.stage_run(params.tracking, "grpo", {"grpo": cfg.model_dump(mode="json")},
+                                    inputs=[DATA.train, RUBRIC.rubric])
+                 if main_process else contextlib.nullcontext(tracking.NoRun()))
+    if main_process:  # torchrun stops the other ranks with SIGTERM when one fails: close the MLflow run as FAILED
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    with stage_run as run:
+        if overridden:
+            run.set_tag("rubric.gate_override", " | ".join(overridden))
+        result = train_grpo(model_dir, tasks, OUT, cfg, reward, resume=resume, monitor_tasks=monitor_tasks)
+        if not main_process:
+            return None
+        trend = reward_trend(result["log_history"])
+        out = GRPOResult(steps=result["global_step"], resumed_from_step=result["resumed_from_step"] or 0,
+                         rollbacks=len(result["rollbacks"]), final_beta=result["beta"],
+                         hack_rollbacks=sum(r.get("kind") == "reward_hacking" for r in result["rollbacks"]),
+                         wall_seconds=round(result["train_seconds"], 1),
+                         reward_first=round(trend[0], 4) if trend else None,
+                         reward_last=round(trend[1], 4) if trend else None,
+                         learning_rate=cfg.learning_rate, beta=cfg.beta)
+        rows = history_rows(result["log_history"])
+        criteria = sorted({k for e in rows for k in e if k.startswith("rewards/") and k.endswith("/mean")})
+        write_csv(PATHS.history, rows, {**HISTORY_COLUMNS, **{k: k for k in criteria}})  # `dvc plots`
+        write_json(PATHS.rollbacks, {"rollbacks": result["rollbacks"]})
+        write_csv(PATHS.monitor, monitor_rows(result["log_history"]), MONITOR_COLUMNS)
+        write_section(result, scorer.rubric)
+        out.write(PATHS.result)
+        run.log_metrics({f"grpo.{k}": v for k, v in out.model_dump().items()})
+        run.log_artifact(PATHS.section, "grpo")
+    return out
+
+
+def write_section(result: dict, rubric) -> None:
+    """The training report with its three plots beside it (reward per criterion, KL, the hack monitor)."""
+    from rubricrl.train.plots import plot_kl, plot_monitor, plot_reward
+    from rubricrl.train.section import criterion_series, history_rows, monitor_rows, training_markdown
+
+    history, rollbacks = history_rows(result["log_history"]), result["rollbacks"]
+    kinds = {c.id: c.kind for c in rubric.criteria} | {p.id: "penalty" for p in rubric.penalties}
+    plot_reward(history, criterion_series(result["log_history"]), kinds, rollbacks, OUT)
+    plot_kl(history, rollbacks, OUT)
+    plot_monitor(monitor_rows(result["log_history"]), rollbacks, OUT)
+    write_text(PATHS.section, training_markdown(result, figures=True))
+
+
+def main() -> None:
+    params = load_params()
+    if params.grpo.accelerate_config:
+        relaunch_under_accelerate(params.grpo.accelerate_config)
+    run(params)
+
+
+if __name__ == "__main__":
+    stage_main(main)
