@@ -8,7 +8,7 @@ each of N generated tasks):
   - how often the adaptive run agrees with the first full run;
   - judge calls per verdict of each.
 It exits non-zero when adaptive agreement falls more than `--slack` below the noise floor, or under
-`--min-agreement`. tests/test_rubric_llm.py asserts the same bound on a small sample.
+`--min-agreement`. tests/calibrate/test_rubric_llm.py asserts the same bound on a small sample.
 
   .venv/bin/python benchmarks/judge_adaptive.py --tasks 30
 """

@@ -1,7 +1,7 @@
 """Every settings model: one typed section per stage of params.yaml, the judge endpoint, the trainers.
 
 One source of truth: the defaults written here *are* the CPU default, and params.yaml spells every key with
-exactly these values (tests/test_config.py fails on any key whose value differs from its default here, and on
+exactly these values (tests/config/test_config.py fails on any key whose value differs from its default here, and on
 any key missing from params.yaml). A GPU profile (configs/production.yaml, configs/gpu.yaml) is an overlay that
 holds only the keys that differ; `rubricrl config apply OVERLAY` writes it into params.yaml, and
 `load_params(path, overlays)` (or RUBRICRL_PARAMS_OVERLAY, a list of files separated by ':') reads it on top

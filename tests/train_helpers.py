@@ -35,7 +35,7 @@ def rubric_reward() -> RubricReward:
 
 def tiny_settings(**overrides) -> GRPOSettings:
     """Two completions of 8 tokens per prompt: a step takes well under a second on the tiny model."""
-    base = dict(num_generations=2, per_device_batch_size=2, max_completion_length=8, max_steps=6,
+    base = dict(num_generations=2, per_device_batch_size=2, grad_accum=1, temperature=0.7, max_completion_length=8, max_steps=6,
                 save_steps=1, save_total_limit=2, learning_rate=1e-3, general_share=0.25, table_every=2)
     base.update(overrides)
     return GRPOSettings(**base)

@@ -1,7 +1,7 @@
 """The code deps of each DVC stage: the `rubricrl` files its entry module imports, transitively (dev tool).
 
 The import closure comes from tools/imports.py (module level and lazy imports, package __init__ files included,
-`if TYPE_CHECKING:` skipped). tests/test_dvc_graph.py checks dvc.yaml against it;
+`if TYPE_CHECKING:` skipped). tests/stages/test_dvc_graph.py checks dvc.yaml against it;
 `python -m tools.dvc_deps [stage ...]` prints the expected code deps and `python -m tools.dvc_deps --write`
 rewrites them into dvc.yaml.
 """

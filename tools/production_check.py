@@ -4,7 +4,7 @@
 with no GPU, no network and neither vLLM nor DeepSpeed installed: prefect.yaml's deployments against the flow
 and the Docker worker, the production profile, the accelerate and DeepSpeed ZeRO-3 configs, the Dockerfile,
 the README's commands and numbers, and that no secret is written down. Every check returns its problems (empty:
-fine), each naming the file and key; tests/test_production_dry_run.py runs them, and breaks each input once.
+fine), each naming the file and key; tests/flow/test_production_dry_run.py runs them, and breaks each input once.
 
 `secret_to_env` and `preflight` are pull steps of the rubricrl-gpu deployment: Prefect runs them in the flow
 run's container before the flow. Heavy imports stay inside the functions.

@@ -11,6 +11,9 @@ from rubricrl.cli.options import setting, settings
 from rubricrl.core.entry import stage_main
 from rubricrl.stages.paths import EVAL_TASK, RUBRIC
 
+PARAMS_HELP = ("params file (default: ./params.yaml if present, else the built-in defaults, which are the CPU default; "
+               "RUBRICRL_PARAMS_OVERLAY adds overlays)")
+
 
 def cmd_data_validate(args) -> None:
     from rubricrl.core.taskfile import load_tasks
@@ -322,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     setting(g, "--n-test", "data", "n_test", "test tasks")
     setting(g, "--heldout-domains", "data", "heldout_domains", "comma-separated domains kept out of training")
     g.add_argument("--out-dir", default="data")
-    g.add_argument("--params", help="params file (default: ./params.yaml if present, else the typed defaults)")
+    g.add_argument("--params", help=PARAMS_HELP)
     g.set_defaults(fn=cmd_data_generate)
 
     s = sub.add_parser("score", help="score responses with a rubric")
@@ -331,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rubric", help="rubric YAML (default: params.yaml scoring.rubric)")
     s.add_argument("--out", help="output JSONL (default: stdout)")
     setting(s, "--judge", "scoring", "judge", "the judge of every judge criterion")
-    s.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
+    s.add_argument("--params", help=PARAMS_HELP)
     s.set_defaults(fn=cmd_score)
 
     ev = sub.add_parser("eval", help="greedy generations of a model on a task file, scored with the rubric")
@@ -342,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     setting(ev, "--batch-size", "eval", "batch_size", "prompts generated together")
     setting(ev, "--max-new-tokens", "eval", "max_new_tokens", "tokens per answer")
     setting(ev, "--engine", "eval", "engine", "greedy decoding engine")
-    ev.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
+    ev.add_argument("--params", help=PARAMS_HELP)
     ev.set_defaults(fn=cmd_eval)
 
     rb = sub.add_parser("rubric", help="draft, calibrate and gate rubrics").add_subparsers(dest="rubric_cmd", required=True)
@@ -350,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--tasks", required=True)
     rg.add_argument("--out", default="rubric.draft.yaml")
     rg.add_argument("--llm", action="store_true", help="also ask scoring.openai_judge for semantic criteria")
-    rg.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
+    rg.add_argument("--params", help=PARAMS_HELP)
     rg.set_defaults(fn=cmd_rubric_generate)
     rc = rb.add_parser("calibrate", help="measure a rubric on validation tasks; drop components that do not discriminate")
     rc.add_argument("--rubric", required=True)
@@ -358,11 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--policy-responses", help="JSONL (id, response) of policy samples to add")
     rc.add_argument("--policy-model", help="sample rubric.policy_samples answers per task from this model folder")
     rc.add_argument("--out-dir", default="outputs/rubric")
-    rc.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
+    rc.add_argument("--params", help=PARAMS_HELP)
     rc.set_defaults(fn=cmd_rubric_calibrate)
     rt = rb.add_parser("gate", help="exit non-zero, naming the failures, if a calibration report fails the gate")
     rt.add_argument("--report", default=RUBRIC.report)
-    rt.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
+    rt.add_argument("--params", help=PARAMS_HELP)
     rt.set_defaults(fn=cmd_rubric_gate)
 
     c = sub.add_parser("config", help="params files").add_subparsers(dest="config_cmd", required=True)
@@ -388,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
             q.add_argument("ref", nargs="?", help="NAME, NAME@ALIAS or NAME/VERSION (default: registry.name@champion)")
         if name == "promote":
             q.add_argument("--dry-run", action="store_true", help="decide and report, move nothing")
-        q.add_argument("--params", help="params file (default: ./params.yaml if present, else the built-in defaults)")
+        q.add_argument("--params", help=PARAMS_HELP)
         q.set_defaults(fn=fn)
 
     pl = sub.add_parser("pipeline", help="run the stage graph as a Prefect flow").add_subparsers(dest="pipe_cmd", required=True)

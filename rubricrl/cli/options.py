@@ -51,7 +51,7 @@ def setting(parser: argparse.ArgumentParser, flag: str, section: str, field: str
     info = _section_model(section).model_fields[field]
     convert, choices = _converter(info.annotation, info.metadata, flag)
     dest = f"{section}__{field}"
-    parser.add_argument(flag, dest=dest, type=convert, choices=choices, default=None,
+    parser.add_argument(flag, dest=dest, type=convert, choices=choices, default=None, metavar=None if choices else field.upper(),
                         help=f"{what} (default: {section}.{field} of the params file; CPU default {info.default!r})")
     known = parser.get_default(DEST) or []
     parser.set_defaults(**{DEST: known + [(dest, section, field, flag)]})

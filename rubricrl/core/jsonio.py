@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 from rubricrl.core.errors import RubricRLError
 
@@ -160,16 +160,20 @@ def parse_jsonl_line(line: str, where: str) -> tuple[Any, str | None]:
         return None, f"{where}: invalid JSON: {err}"
 
 
-def iter_jsonl(path):
-    """(line number, value) of every non-blank line, strict JSON; TaskFileError naming the first bad line."""
-    from rubricrl.core.errors import TaskFileError
+def scan_lines(lines, path) -> Iterator[tuple[str, Any, str | None]]:
+    """(where 'file:line', value, problem) for every non-blank line: the value when the line is strict JSON,
+    else None and the problem. The one loop every JSONL reader of the project runs."""
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        value, problem = parse_jsonl_line(line, where)
+        yield where, value, problem
 
-    for lineno, line in enumerate(jsonl_lines(path), start=1):
-        value, problem = parse_jsonl_line(line, f"{path}:{lineno}")
-        if problem:
-            raise TaskFileError([problem])
-        if value is not None or line.strip():
-            yield lineno, value
+
+def scan_jsonl(path) -> Iterator[tuple[str, Any, str | None]]:
+    """scan_lines over a file's lines (jsonl_lines: split on '\\n' only)."""
+    return scan_lines(jsonl_lines(path), path)
 
 
 def read_jsonl(path) -> list:
@@ -178,11 +182,10 @@ def read_jsonl(path) -> list:
     from rubricrl.core.errors import TaskFileError
 
     rows, problems = [], []
-    for lineno, line in enumerate(jsonl_lines(path), start=1):
-        value, problem = parse_jsonl_line(line, f"{path}:{lineno}")
+    for _, value, problem in scan_jsonl(path):
         if problem:
             problems.append(problem)
-        elif line.strip():
+        else:
             rows.append(value)
     if problems:
         raise TaskFileError(problems)

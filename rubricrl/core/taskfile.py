@@ -24,7 +24,7 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.validators import extend, validator_for
 
 from rubricrl.core.errors import TaskFileError
-from rubricrl.core.jsonio import jsonl_lines, parse_jsonl_line
+from rubricrl.core.jsonio import jsonl_lines, scan_jsonl, scan_lines
 
 REQUIRED_KEYS = ("id", "instruction", "text", "schema")
 OPTIONAL_KEYS = ("constraints", "reference", "meta")
@@ -378,13 +378,11 @@ def _clip(text: str, limit: int = 200) -> str:
 
 def parse_task_lines(lines: Iterable[str], path: str) -> tuple[list[Task], list[str]]:
     tasks, problems, seen = [], [], {}
-    for lineno, line in enumerate(lines, start=1):
-        where = f"{path}:{lineno}"
-        row, problem = parse_jsonl_line(line, where)
+    for where, row, problem in scan_lines(lines, path):
         if problem:
             problems.append(problem)
-        if row is None:
             continue
+        lineno = int(where.rsplit(":", 1)[1])
         row_problems = check_task_row(row, where)
         if isinstance(row, dict) and isinstance(row.get("id"), str):
             if row["id"] in seen:
@@ -412,12 +410,9 @@ def load_responses(path: str | Path, task_ids: set[str]) -> list[dict]:
     """Read a responses file: each line has `id` (a known task id) and `response` (a string)."""
     path = Path(path)
     rows, problems = [], []
-    for lineno, line in enumerate(jsonl_lines(path), start=1):
-        where = f"{path}:{lineno}"
-        row, problem = parse_jsonl_line(line, where)
+    for where, row, problem in scan_jsonl(path):
         if problem:
             problems.append(problem)
-        if row is None:
             continue
         if not isinstance(row, dict):
             problems.append(f"{where}: a response line must be a JSON object")

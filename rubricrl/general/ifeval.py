@@ -32,7 +32,7 @@ import langdetect
 from if_verifiable import IFEvalSample, evaluate_output_for_sample
 from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
 
-from rubricrl.core.jsonio import jsonl_lines, parse_jsonl_line
+from rubricrl.core.jsonio import scan_jsonl
 
 NAME = "ifeval"
 
@@ -99,18 +99,15 @@ def load(n: int | None = None, path: str | Path | None = None) -> list[dict]:
     file = Path(path) if path is not None else _data_file()
     items: list[dict] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(jsonl_lines(file), start=1):
-        if not line.strip():
-            continue
+    for where, item, problem in scan_jsonl(file):
         try:
-            item, problem = parse_jsonl_line(line, f"{file}:{lineno}")
             if problem:
-                raise ValueError(problem.split(": ", 1)[1])
+                raise ValueError(problem[len(where) + 2:])  # without its "file:line: ", added below
             _check_item(item)
             if item["id"] in seen:
                 raise ValueError(f"duplicate id {item['id']!r}")
         except ValueError as exc:  # json.JSONDecodeError is a ValueError too
-            raise ValueError(f"{file}:{lineno}: {exc}") from exc
+            raise ValueError(f"{where}: {exc}") from exc
         seen.add(item["id"])
         items.append(item)
     return items if n is None else items[:n]

@@ -20,7 +20,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from rubricrl.core.jsonio import jsonl_lines, parse_jsonl_line
+from rubricrl.core.jsonio import scan_jsonl
 
 NAME = "qa"
 DATA = Path(__file__).parent / "data" / "qa.jsonl"
@@ -73,15 +73,12 @@ def load(n: int | None = None, path: str | Path | None = None) -> list[dict]:
         raise ValueError(f"n must be >= 0, got {n}")
     items: list[dict] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(jsonl_lines(path), 1):
+    for where, raw, problem in scan_jsonl(path):
         if n is not None and len(items) >= n:
             break
-        where = f"{path}:{lineno}"
-        raw, problem = parse_jsonl_line(line, where)
         if problem:
             raise ValueError(problem)
-        if raw is not None or line.strip():
-            items.append(_check(raw, where, seen))
+        items.append(_check(raw, where, seen))
     return items
 
 

@@ -1,7 +1,7 @@
 """A strict per-field scorer: the "true metric", kept independent of the reward.
 
-Nothing here imports the reward side (rubricrl.reward.grounding, rubricrl.metrics, rubricrl.rubric,
-rubricrl.reward.judges): there is no unit conversion, no fuzzy matching and no lenient parsing, so a
+Nothing here imports the reward side (rubricrl.reward: grounding, rules, judges; rubricrl.calibrate), nor any
+other module of rubricrl.metrics: there is no unit conversion, no fuzzy matching and no lenient parsing, so a
 policy cannot raise this metric by exploiting the reward's tolerances.
 
 Parsing a response (`parse_answer`), with the standard `json` module only:

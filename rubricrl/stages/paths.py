@@ -2,7 +2,7 @@
 
 Each stage's class lists what it writes (outs, metrics, plots) and what it reads of other stages' outputs
 (deps), and `section`, its part of the run report (Markdown; figures beside it); a stage module, the flow, the registry step and the run report take paths from here and spell none
-themselves. dvc.yaml is the one graph, and tests/test_stage_paths.py holds it to these declarations (its data
+themselves. dvc.yaml is the one graph, and tests/stages/test_stage_paths.py holds it to these declarations (its data
 deps, outs, metrics and plots are exactly these), so a path cannot drift between the two. This module imports
 nothing: reading it never widens a stage's code deps.
 """

@@ -7,7 +7,7 @@ repeated work. `share_prefill(model)` wraps that model's `generate`: the distinc
 (all tokens but the last), their KV cache is copied to every row that repeats them, and HF generate goes on
 from there exactly as it would have (it processes only the tokens the cache lacks). Sampling is unchanged:
 the prefill draws no random numbers and the logits match up to floating-point rounding.
-tests/test_shared_prefill.py checks greedy outputs against plain generate and counts the prompt tokens.
+tests/train/test_shared_prefill.py checks greedy outputs against plain generate and counts the prompt tokens.
 
 Only the transformers path goes through here: vLLM (the GPU profile) caches prefixes itself.
 """

@@ -7,7 +7,7 @@ number of positions recompiles the graph. On eager CPU that reason does not hold
 labels only the answer (~80 of ~540 tokens) and GRPO only the completion (~110 of ~570), yet the projection
 onto SmolLM2's 49,152-token vocabulary, forward and backward, ran over every prompt and padding position: a
 third of an SFT step here (py-spy). The results are the same either way (the unlabelled positions are
-zeroed afterwards); tests/test_trl_patches.py checks loss and gradients against the unpatched path.
+zeroed afterwards); tests/train/test_trl_patches.py checks loss and gradients against the unpatched path.
 
 `apply()` is idempotent and changes nothing on CUDA/XPU (already compact) or on a TRL without the hook.
 """

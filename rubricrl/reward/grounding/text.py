@@ -72,7 +72,7 @@ _CJK = re.compile("[\u4e00-\u9fff\u3400-\u4dbf]")
 
 # A value copied from the text is an extraction only up to a field value's size. Limits chosen so
 # that no gold value of the generated data (seed 0, 800 + 200 tasks) comes near them; see
-# tests/test_grounding.py for the measured maxima.
+# tests/reward/test_grounding.py for the measured maxima.
 COPY_MAX_CHARS = 80  # Latin text: more than 80 characters *and* more than 12 words is a passage
 COPY_MAX_WORDS = 12
 COPY_MAX_CJK_CHARS = 40  # a value with CJK characters: more than 40 characters (spaces not counted)

@@ -1,0 +1,52 @@
+"""`rubricrl score`: one output line per input line, fields passed through, summary on stderr."""
+
+import json
+
+import pytest
+
+from rubricrl.cli.main import main
+from tests.core.test_taskfile import GOOD, write_lines
+
+
+def test_score_command_writes_one_line_per_response(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # outside the project: no params.yaml, the shipped rubric is still found
+    tasks = write_lines(tmp_path / "tasks.jsonl", [GOOD])
+    gold = json.dumps(GOOD["reference"])
+    responses = write_lines(tmp_path / "responses.jsonl", [
+        {"id": "t1", "response": gold, "model": "sft", "step": 3},
+        {"id": "t1", "response": "Sure! " + gold, "model": "grpo"},
+        {"id": "t1", "response": "no idea"},
+    ])
+    out = tmp_path / "scored.jsonl"
+    main(["score", "--tasks", str(tasks), "--responses", str(responses), "--out", str(out)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r.get("model") for r in rows] == ["sft", "grpo", None]
+    assert rows[0]["step"] == 3 and rows[0]["response"] == gold
+    assert rows[0]["total"] == 15.0 and rows[1]["total"] < rows[0]["total"] and rows[2]["total"] < rows[1]["total"]
+    for cid in ("format", "required_fields", "field_types", "faithfulness", "extra_text", "invented_values"):
+        assert {"score", "max", "weight", "reason"} <= set(rows[1][cid])
+    err = capsys.readouterr().err
+    assert "faithfulness" in err and "3 responses scored" in err and "using the built-in defaults" in err
+
+
+def test_score_command_bad_responses_file_writes_nothing(tmp_path, capsys):
+    tasks = write_lines(tmp_path / "tasks.jsonl", [GOOD])
+    responses = write_lines(tmp_path / "responses.jsonl", [{"id": "t1", "response": "{}"}, {"id": "t9", "response": "{}"}, "{oops"])
+    out = tmp_path / "scored.jsonl"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["score", "--tasks", str(tasks), "--responses", str(responses), "--out", str(out)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{responses}:2: id: unknown task id 't9'" in err and f"{responses}:3: invalid JSON" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["responses.jsonl", "tasks.jsonl"]  # no partial output
+
+
+def test_score_command_bad_task_file_writes_nothing(tmp_path, capsys):
+    tasks = write_lines(tmp_path / "tasks.jsonl", [GOOD, {**GOOD, "reference": {"product": 1, "price": 2}}])
+    responses = write_lines(tmp_path / "responses.jsonl", [{"id": "t1", "response": "{}"}])
+    out = tmp_path / "scored.jsonl"
+    with pytest.raises(SystemExit):
+        main(["score", "--tasks", str(tasks), "--responses", str(responses), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert f"{tasks}:2: id: duplicate id" in err and f"{tasks}:2: reference.product" in err
+    assert not out.exists()

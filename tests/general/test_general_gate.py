@@ -1,0 +1,116 @@
+"""The general suites end to end on a tiny model, the gate on paired differences, and the flow's retrain path."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rubricrl.config import GeneralParams, load_params
+from rubricrl.flow.retrain import GeneralGateError, gate_failures, retrain_until_general_passes
+from rubricrl.general.run import SUITES, compare, evaluate, gate, markdown
+from rubricrl.inference.models import build_tiny_model
+from tests.inference.test_llamacpp_engine import smol_tiny  # noqa: F401  (the fixture: a tiny model llama.cpp can convert)
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = GeneralParams(sizes={"ifeval": 4, "humaneval": 2, "qa": 4, "perplexity": 3}, perplexity_max_tokens=32, engine="transformers",
+                      max_new_tokens={"ifeval": 12, "humaneval": 12, "qa": 12}, n_boot=200)
+
+
+def test_every_suite_runs_on_a_tiny_model_and_compares_paired(tmp_path):
+    base = evaluate(build_tiny_model(tmp_path / "a", seed=0), SMALL)
+    other = evaluate(build_tiny_model(tmp_path / "b", seed=1), SMALL)
+    assert set(base) == set(SUITES)
+    for suite, n in (("ifeval", 4), ("humaneval", 2), ("qa", 4), ("perplexity", 3)):
+        assert len(base[suite]["items"]) == n and base[suite]["summary"]["n"] == n
+    assert base["perplexity"]["score"] > 1  # a random model: perplexity far above 1
+    paired = compare({"base": base, "grpo": other}, n_boot=200)
+    assert {(r["model"], r["suite"]) for r in paired} == {("grpo", s) for s in SUITES}
+    ppl = next(r for r in paired if r["suite"] == "perplexity")
+    # Token-weighted: base nll - model nll.
+    tok = sum(r["tokens"] for r in base["perplexity"]["items"])
+    want = (sum(r["nll"] * r["tokens"] for r in base["perplexity"]["items"])
+            - sum(r["nll"] * r["tokens"] for r in other["perplexity"]["items"])) / tok
+    assert ppl["diff"] == pytest.approx(want)
+    text = markdown({"base": base, "grpo": other}, paired, gate(paired, SMALL.tolerance, ["grpo"]), SMALL.tolerance)
+    assert "| humaneval | 2 |" in text and "## Gate" in text
+
+
+def _row(suite, diff, model="grpo"):
+    return {"model": model, "suite": suite, "diff": diff, "ci": [diff - 0.1, diff + 0.1], "p": 0.04, "n": 16,
+            "a": 0.5, "b": 0.5 - diff}
+
+
+def test_gate_fails_on_a_drop_beyond_the_tolerance_and_names_the_suite():
+    tol = {"ifeval": 0.1, "humaneval": 0.1, "qa": 0.1, "perplexity": 0.05}
+    paired = [_row("ifeval", -0.05), _row("humaneval", 0.0), _row("qa", -0.25), _row("perplexity", -0.04),
+              _row("qa", -0.5, model="sft")]
+    g = gate(paired, tol, ["grpo"])
+    assert list(g) == ["grpo"] and not g["grpo"]["passed"]
+    assert len(g["grpo"]["failures"]) == 1 and g["grpo"]["failures"][0].startswith("qa: -0.250")
+    assert gate([_row("qa", -0.1)], tol, ["grpo"])["grpo"]["passed"]  # exactly at the tolerance passes
+
+
+@pytest.fixture
+def project(tmp_path):
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    (tmp_path / "metrics").mkdir()
+    return tmp_path
+
+
+def _write_gate(root: Path, passed: bool) -> None:
+    failures = [] if passed else ["qa: -0.300 [-0.500, -0.100], p=0.010 is a drop beyond the tolerance 0.1"]
+    (root / "metrics/general.json").write_text(json.dumps({"gates": {"grpo": {"passed": passed, "failures": failures}}}))
+
+
+ORDER = ["data", "prepare_model", "sft", "rubric", "grpo", "eval_task", "eval_general", "report"]
+
+
+def test_a_failed_general_gate_retrains_grpo_with_lower_lr_and_higher_beta(project):
+    _write_gate(project, passed=False)  # the injected failure
+    ran, env = [], {}
+    outcomes = iter([False, True])  # still failing after the first retrain, passing after the second
+    before = (project / "params.yaml").read_text()
+
+    def run_stages(names, forced=False):
+        # What a stage process of this attempt reads: params.yaml with the overlays the flow passes.
+        seen = load_params(project / "params.yaml", [project / p for p in env["RUBRICRL_PARAMS_OVERLAY"].split(":")])
+        ran.append((names, forced, env.get("RUBRICRL_ATTEMPT"), seen.grpo.learning_rate, seen.grpo.beta))
+        _write_gate(project, next(outcomes))
+
+    retrain = load_params(project / "params.yaml").general.retrain
+    assert retrain_until_general_passes(project, retrain, ORDER, run_stages, env) == 2
+    # grpo and everything downstream, forced, each attempt tagged, each with a lower lr and a higher beta
+    assert [r[:3] for r in ran] == [(ORDER[4:], True, "1"), (ORDER[4:], True, "2")]
+    assert [r[3:] for r in ran] == [pytest.approx((1.5e-6, 0.04)), pytest.approx((0.75e-6, 0.08))]
+    assert (project / "params.yaml").read_text() == before  # never rewritten: the overlays carry the change
+    assert yaml.safe_load((project / ".cache/retrain/attempt-2.yaml").read_text()) == {
+        "grpo": {"learning_rate": 7.5e-07, "beta": 0.08}}
+
+
+def test_the_flow_stops_naming_the_suite_after_the_last_attempt(project):
+    _write_gate(project, passed=False)
+    calls = []
+    retrain = load_params(project / "params.yaml").general.retrain
+    with pytest.raises(GeneralGateError, match=r"after 2 retrain\(s\) of GRPO:\n  - grpo: qa: -0.300"):
+        retrain_until_general_passes(project, retrain, ORDER, lambda names, forced: calls.append(names), {})
+    assert len(calls) == 2
+    assert gate_failures(project / "metrics/general.json") == [
+        "grpo: qa: -0.300 [-0.500, -0.100], p=0.010 is a drop beyond the tolerance 0.1"]
+
+
+def test_a_passing_gate_retrains_nothing(project):
+    _write_gate(project, passed=True)
+    before = (project / "params.yaml").read_text()
+    assert retrain_until_general_passes(project, load_params(project / "params.yaml").general.retrain, ORDER,
+                                        lambda names, forced: pytest.fail("no retrain expected"), {}) == 0
+    assert (project / "params.yaml").read_text() == before
+
+
+def test_the_llama_cpp_engine_gives_every_suite_too(smol_tiny, tmp_path, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("RUBRICRL_GGUF_CACHE", str(tmp_path / "gguf"))
+    cfg = SMALL.model_copy(update={"engine": "llama_cpp"})
+    out = evaluate(smol_tiny, cfg)
+    assert {s: len(out[s]["items"]) for s in SUITES} == {"ifeval": 4, "humaneval": 2, "qa": 4, "perplexity": 3}
+    assert all(isinstance(r["response"], str) for s in ("ifeval", "humaneval", "qa") for r in out[s]["items"])

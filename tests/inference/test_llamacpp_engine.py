@@ -1,0 +1,74 @@
+"""The llama.cpp engine: HF -> GGUF with llama.cpp's converter, the same prompts and answers as transformers."""
+import pytest
+
+from rubricrl.inference import conversion, llamacpp
+from rubricrl.inference.generate import generate_with_stats, sample_responses
+from tests.evaluate.test_task_eval import tiny_tasks
+from tests.train_helpers import roughen_weights
+
+
+@pytest.fixture(scope="module")
+def smol_tiny(tmp_path_factory):
+    """A tiny random Llama with SmolLM2's real tokenizer (the converter only knows published tokenizers),
+    with weights large enough that greedy decoding is not all one token."""
+    from transformers import AutoTokenizer
+
+    from rubricrl.inference.models import build_tiny_model, embedded_gguf
+
+    gguf = embedded_gguf()
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    path = build_tiny_model(tmp_path_factory.mktemp("smol") / "m", hidden_size=64, seed=3, tokenizer=tokenizer)
+    return roughen_weights(path, seed=3)
+
+
+@pytest.fixture(autouse=True)
+def gguf_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("RUBRICRL_GGUF_CACHE", str(tmp_path / "gguf"))
+
+
+def test_greedy_answers_match_transformers(smol_tiny):
+    tasks = tiny_tasks()
+    hf, _ = generate_with_stats(smol_tiny, tasks, batch_size=3, max_new_tokens=16, desc=None)
+    out, new_tokens, truncated, _ = llamacpp.generate(smol_tiny, tasks, 16, threads=2, outtype="f32")
+    assert [o[0] for o in out] == hf
+    assert len(set(hf)) == 3 and new_tokens > 0  # not a vacuous comparison
+    # The stage path (F16, the default) runs too, and the GGUF is cached by content.
+    texts, stats = generate_with_stats(smol_tiny, tasks, max_new_tokens=16, desc=None, engine="llama_cpp")
+    assert len(texts) == 3 and stats.new_tokens > 0
+    assert len(list(conversion.cache_dir().glob("*.gguf"))) == 2  # f32 and f16, each converted once
+
+
+def test_samples_differ_per_draw_and_repeat_per_seed(smol_tiny):
+    tasks = tiny_tasks()[:2]
+    a, stats = sample_responses(smol_tiny, tasks, k=3, temperature=1.0, max_new_tokens=12, seed=5, engine="llama_cpp")
+    b, _ = sample_responses(smol_tiny, tasks, k=3, temperature=1.0, max_new_tokens=12, seed=5, engine="llama_cpp")
+    assert a == b and stats.n == 6
+    assert all(len(set(samples)) > 1 for samples in a)  # each draw has its own seed
+    c, _ = sample_responses(smol_tiny, tasks, k=3, temperature=1.0, max_new_tokens=12, seed=6, engine="llama_cpp")
+    assert c != a
+
+
+def test_a_truncated_or_foreign_file_fails_with_a_clear_error(smol_tiny, tmp_path):
+    good = conversion.gguf_for(smol_tiny)
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 3])
+    with pytest.raises(conversion.EngineError, match="cut.gguf: unreadable GGUF"):
+        conversion.check_gguf(cut)
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"PK\x03\x04 not a gguf")
+    with pytest.raises(conversion.EngineError, match="not a GGUF file"):
+        conversion.check_gguf(other)
+
+
+def test_conversion_failures_and_a_missing_converter_name_the_cause(tmp_path, monkeypatch):
+    from rubricrl.inference.models import build_tiny_model
+
+    tiny = build_tiny_model(tmp_path / "bpe")  # a tokenizer llama.cpp does not know
+    with pytest.raises(conversion.EngineError, match="pre-tokenizer was not recognized"):
+        conversion.gguf_for(tiny)
+    assert not list(conversion.cache_dir().glob("*")) or not list(conversion.cache_dir().glob("*.gguf"))
+    with pytest.raises(conversion.EngineError, match="no \\*.safetensors"):
+        conversion.gguf_for(tmp_path)
+    monkeypatch.setenv("RUBRICRL_LLAMA_CPP_SRC", str(tmp_path / "nowhere"))
+    with pytest.raises(conversion.EngineError, match="make setup"):
+        conversion.converter_dir()

@@ -1,0 +1,312 @@
+"""MLflow registry promotion: candidates become versions; `champion` moves only when every gate passes."""
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from rubricrl.flow.registry import candidate
+from rubricrl.release import registry
+from rubricrl.config import load_params
+from rubricrl.inference.models import build_tiny_model
+
+ROOT = Path(__file__).resolve().parents[2]
+N_TASKS = 12
+
+
+def _rows(right: list[int], fields: int = 4) -> list[dict]:
+    return [{"id": f"t{i}", "part": "in_domain", "total": float(r), "response": "{}",
+             "strict": {"right": r, "fields": fields, "present": fields, "present_right": r, "null_for_present": 0,
+                        "absent": 0, "invented": 0, "exact": int(r == fields)}} for i, r in enumerate(right)]
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project folder as the pipeline leaves it before promotion: data, rubric, two models, their evals."""
+    monkeypatch.chdir(tmp_path)
+    # An absolute store: MLflow caches its store per URI, so a relative one would leak between tests.
+    text = (ROOT / "params.yaml").read_text().replace("sqlite:///mlruns/mlflow.db", f"sqlite:///{tmp_path}/mlruns/mlflow.db")
+    (tmp_path / "params.yaml").write_text(text)
+    for name in ("train", "val", "test"):
+        (tmp_path / "data").mkdir(exist_ok=True)
+        (tmp_path / "data" / f"{name}.jsonl").write_text(f'{{"split": "{name}"}}\n')
+    (tmp_path / "outputs/rubric").mkdir(parents=True)
+    (tmp_path / "outputs/rubric/rubric.yaml").write_text("name: test\n")
+    build_tiny_model(tmp_path / "outputs/models/sft", seed=1)
+    build_tiny_model(tmp_path / "outputs/grpo/model", seed=2)
+    set_evals(tmp_path, sft=[2] * N_TASKS, grpo=[3] * N_TASKS)
+    set_general(tmp_path, {"sft": True, "grpo": True})
+    return tmp_path
+
+
+def set_evals(root: Path, **right: list[int]) -> None:
+    models = {}
+    for name, r in right.items():
+        rows = _rows(r)
+        (root / "outputs/eval" / name).mkdir(parents=True, exist_ok=True)
+        (root / "outputs/eval" / name / "responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
+        acc = sum(r) / (4 * len(r))
+        models[name] = {"all": {"reward_mean": float(sum(r)) / len(r), "strict": {"field_accuracy": acc}}}
+    (root / "metrics").mkdir(exist_ok=True)
+    (root / "metrics/eval.json").write_text(json.dumps({"models": models}))
+
+
+def set_general(root: Path, passed: dict[str, bool]) -> None:
+    gates = {m: {"passed": ok, "failures": [] if ok else ["qa: -0.300 [-0.5, -0.1], p=0.010 is a drop beyond "
+                                                          "the tolerance 0.1"]} for m, ok in passed.items()}
+    models = {m: {"qa": {"score": 0.5}, "ifeval": {"score": 0.25}} for m in passed}
+    (root / "metrics/general.json").write_text(json.dumps({"models": models, "gates": gates}))
+
+
+def register(root: Path, stage: str, rubric_gate=()):
+    """As the flow registers a candidate: its evidence read from the stages' results (rubricrl.flow.registry)."""
+    params = load_params(root / "params.yaml")
+    return registry.register(params, candidate(root, stage), list(rubric_gate), params_file=root / "params.yaml")
+
+
+def aliases(root: Path) -> dict:
+    c = registry.client(load_params(root / "params.yaml").tracking)
+    return {a: str(v) for a, v in c.get_registered_model("rubricrl-extractor").aliases.items()}
+
+
+def test_first_passing_candidate_becomes_champion_with_lineage_tags(project):
+    v = register(project, "grpo")
+    params = load_params(project / "params.yaml")
+    mv = registry.resolve(params, f"rubricrl-extractor/{v}")
+    for tag in ("stage", "git.commit", "params.sha256", "model.md5", "source_run", "dvc.md5.data/test.jsonl",
+                "dvc.md5.outputs/rubric/rubric.yaml", "eval.all.field_accuracy", "general.qa", "gate.general"):
+        assert tag in mv.tags, tag
+    assert mv.tags["eval.all.field_accuracy"] == "0.7500" and mv.tags["stage"] == "grpo"
+    assert aliases(project) == {"challenger": v}
+    d = registry.promote(params)
+    assert d["promoted"] and d["champion_before"] is None and d["champion_after"] == v
+    assert aliases(project) == {"challenger": v, "champion": v}
+    assert "promoted to champion" in (project / registry.REPORT).read_text()
+    mv = registry.resolve(params, "rubricrl-extractor@champion")
+    assert mv.tags["promotion.decision"] == "champion" and mv.tags["promotion.gate.task"].startswith("pass")
+
+
+def test_same_weights_reuse_their_version(project):
+    assert register(project, "grpo") == register(project, "grpo")
+
+
+def test_worse_challenger_stays_and_the_failing_gate_is_named(project):
+    params = load_params(project / "params.yaml")
+    champ = register(project, "grpo")
+    registry.promote(params)
+    set_evals(project, sft=[1] * N_TASKS)  # sft: 0.25 field accuracy on the same tasks vs the champion's 0.75
+    chal = register(project, "sft")
+    d = registry.promote(params)
+    assert not d["passed"] and not d["promoted"] and aliases(project) == {"challenger": chal, "champion": champ}
+    task = next(g for g in d["gates"] if g["name"] == "task")
+    assert not task["passed"] and "field_accuracy challenger 0.250 vs champion 0.750: -0.500" in task["detail"]
+    mv = registry.resolve(params, "rubricrl-extractor@challenger")
+    assert mv.tags["promotion.decision"] == "rejected: task" and mv.tags["promotion.gate.task"].startswith("FAIL")
+
+
+@pytest.mark.parametrize("gate", ["rubric", "general"])
+def test_a_failed_rubric_or_general_gate_blocks_the_first_champion(project, gate):
+    if gate == "general":
+        set_general(project, {"grpo": False})
+    register(project, "grpo", rubric_gate=["probe 'copy_source': margin 0.1 < 0.4"] if gate == "rubric" else ())
+    d = registry.promote(load_params(project / "params.yaml"))
+    failed = [g["name"] for g in d["gates"] if not g["passed"]]
+    assert failed == [gate] and "champion" not in aliases(project)
+    assert "stays challenger" in (project / registry.REPORT).read_text()
+
+
+def test_dry_run_moves_nothing(project):
+    register(project, "grpo")
+    d = registry.promote(load_params(project / "params.yaml"), dry_run=True)
+    assert d["passed"] and not d["promoted"] and "champion" not in aliases(project)
+
+
+def test_rollback_returns_to_the_previous_champion(project):
+    params = load_params(project / "params.yaml")
+    first = register(project, "sft")
+    registry.promote(params)
+    with pytest.raises(registry.RegistryError, match="first champion"):
+        registry.rollback(params)
+    set_evals(project, grpo=[4] * N_TASKS)
+    second = register(project, "grpo")
+    assert registry.promote(params)["promoted"]
+    assert registry.rollback(params) == (second, first)
+    assert aliases(project)["champion"] == first
+
+
+def test_concurrent_promotes_leave_one_consistent_champion(project):
+    params = load_params(project / "params.yaml")
+    v = register(project, "grpo")
+    results, errors = [], []
+
+    def go():
+        try:
+            results.append(registry.promote(params, report=None))
+        except Exception as err:  # noqa: BLE001
+            errors.append(err)
+
+    threads = [threading.Thread(target=go) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    # The lock serialises them: one promotes, the other finds the challenger already champion.
+    assert sorted(r["promoted"] for r in results) == [False, True]
+    assert aliases(project)["champion"] == v
+    c = registry.client(params.tracking)
+    assert json.loads(c.get_registered_model("rubricrl-extractor").tags[registry.HISTORY]) == [v]
+
+
+def test_a_fresh_process_loads_the_champion_with_the_transformers_flavour(project):
+    register(project, "grpo")
+    registry.promote(load_params(project / "params.yaml"))
+    code = (f"import mlflow; mlflow.set_tracking_uri('sqlite:///{project}/mlruns/mlflow.db');"
+            "p = mlflow.transformers.load_model('models:/rubricrl-extractor@champion', return_type='components');"
+            "m, t = p['model'], p['tokenizer']; ids = t('hello', return_tensors='pt');"
+            "out = m.generate(**ids, max_new_tokens=4, do_sample=False); print('generated', out.shape[1] - ids['input_ids'].shape[1])")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "generated 4" in proc.stdout
+
+
+def test_cli_lists_shows_promotes_rolls_back_and_evaluates_the_champion(project, capsys):
+    from rubricrl.cli.main import main
+    from rubricrl.core.atomic import write_jsonl
+    from rubricrl.data.generate import generate_dataset
+
+    params = ["--params", str(project / "params.yaml")]
+    first = register(project, "sft")
+    main(["registry", "promote", *params])
+    set_evals(project, grpo=[4] * N_TASKS)
+    second = register(project, "grpo")
+    main(["registry", "promote", "--dry-run", *params])
+    assert "would be promoted (dry run)" in capsys.readouterr().out and aliases(project)["champion"] == first
+    main(["registry", "promote", *params])
+    main(["registry", "list", *params])
+    out = capsys.readouterr().out
+    assert f"\n{second:<8}challenger,champion" in out and f"\n{first:<8}-" in out
+    main(["registry", "show", "rubricrl-extractor@champion", *params])
+    assert "stage: grpo" in capsys.readouterr().out
+    main(["registry", "rollback", *params])
+    assert f"champion {second} -> {first}" in capsys.readouterr().out
+    write_jsonl(project / "test_tasks.jsonl", (t.to_dict() for t in generate_dataset(seed=0, n_train=1, n_test=2)["test"]))
+    main(["eval", "--model", "models:/rubricrl-extractor@champion", "--tasks", str(project / "test_tasks.jsonl"),
+          "--max-new-tokens", "8", *params])
+    assert (project / "outputs/eval/rubricrl-extractor_champion/metrics.json").exists()
+    assert (project / ".cache/registry/rubricrl-extractor" / first / "config.json").exists()
+
+
+def test_a_failed_export_verification_blocks_promotion_and_names_the_artifact(project):
+    (project / "metrics/export.json").write_text(json.dumps({"grpo": {"artifacts": {
+        "q8_0": {"artifact": "outputs/export/grpo/model-q8_0.gguf", "verified": True, "size_mb": 138.0,
+                 "retention": {"field_accuracy": 1.0}, "tokens_per_s": 60.0},
+        "q4_k_m": {"artifact": "outputs/export/grpo/model-q4_k_m.gguf", "verified": False,
+                   "error": "outputs/export/grpo/model-q4_k_m.gguf: verification failed: unreadable GGUF"}}}}))
+    v = register(project, "grpo")
+    params = load_params(project / "params.yaml")
+    assert registry.resolve(params, f"rubricrl-extractor/{v}").tags["export.q8_0.retention"] == "1.0"
+    d = registry.promote(params)
+    exports = next(g for g in d["gates"] if g["name"] == "exports")
+    assert not d["promoted"] and not exports["passed"] and exports["detail"] == "failed verification: q4_k_m"
+
+
+def test_registering_inside_the_pipeline_run_nests_under_it(project):
+    import mlflow
+
+    from rubricrl import tracking
+
+    params = load_params(project / "params.yaml")
+    with mlflow.start_run(experiment_id=tracking.setup(params.tracking), run_name="pipeline") as parent:
+        v = register(project, "grpo")
+    mv = registry.resolve(params, f"rubricrl-extractor/{v}")
+    run = registry.client(params.tracking).get_run(mv.tags["registering_run"])
+    assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+
+
+def set_student(root: Path, right: list[int], general_passed: bool | None) -> None:
+    """The distill stage's outputs: the student, its rows on the test slice, metrics/distill.json."""
+    build_tiny_model(root / "outputs/distill/student", seed=3)
+    rows = _rows(right)
+    (root / "outputs/distill/responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
+    acc = sum(right) / (4 * len(right))
+    nums = {"n": len(right), "reward_mean": float(sum(right)) / len(right), "field_accuracy": acc}
+    metrics = {"models": {"student after": {"all": nums, "in_domain": nums}}}
+    if general_passed is not None:
+        metrics["general"] = {"models": {"student": {"qa": {"score": 0.5}}},
+                              "gates": {"student": {"passed": general_passed,
+                                                    "failures": [] if general_passed else ["qa: -0.400 [...]"]}}}
+    (root / "metrics/distill.json").write_text(json.dumps(metrics))
+
+
+def test_the_student_is_a_candidate_with_the_distill_stages_numbers_and_gates(project):
+    params = load_params(project / "params.yaml")
+    champ = register(project, "grpo")  # 0.75
+    registry.promote(params)
+    set_student(project, [3] * 8, general_passed=None)  # as good on its 8 tasks, but never scored on general suites
+    student = register(project, "student")
+    mv = registry.resolve(params, f"rubricrl-extractor/{student}")
+    assert mv.tags["stage"] == "student" and mv.tags["eval.all.field_accuracy"] == "0.7500"
+    d = registry.promote(params)
+    assert [g["name"] for g in d["gates"] if not g["passed"]] == ["general"] and aliases(project)["champion"] == champ
+    general = next(g for g in d["gates"] if g["name"] == "general")
+    assert "not scored on the general suites (distill.general is false)" in general["detail"]
+    task = next(g for g in d["gates"] if g["name"] == "task")
+    assert "n=8" in task["detail"]  # paired on the tasks both answered
+    set_student(project, [4] * 8, general_passed=True)
+    student = register(project, "student")
+    assert registry.resolve(params, f"rubricrl-extractor/{student}").tags["general.qa"] == "0.5000"
+    assert registry.promote(params)["promoted"] and aliases(project)["champion"] == student
+
+
+def test_verified_exports_become_versions_and_failed_ones_do_not(project, capsys):
+    import mlflow
+
+    gguf = project / "outputs/export/grpo/model-q8_0.gguf"
+    gguf.parent.mkdir(parents=True)
+    gguf.write_bytes(b"GGUF" + bytes(range(256)) * 4)
+    (project / "metrics/export.json").write_text(json.dumps({"grpo": {"hf_tokens_per_s": 10.0, "artifacts": {
+        "q8_0": {"artifact": "outputs/export/grpo/model-q8_0.gguf", "verified": True, "size_mb": 0.001,
+                 "field_accuracy": 0.5, "reward": 9.0, "retention": {"field_accuracy": 1.04, "reward": 1.02},
+                 "tokens_per_s": 18.0},
+        "q4_k_m": {"artifact": "outputs/export/grpo/model-q4_k_m.gguf", "verified": False,
+                   "error": "outputs/export/grpo/model-q4_k_m.gguf: verification failed: unreadable GGUF"}}}}))
+    params = load_params(project / "params.yaml")
+    v = register(project, "grpo")
+    out = registry.register_exports(params, candidate(project, "grpo"), v, root=project)
+    assert out == [("rubricrl-extractor-gguf", "1", "grpo-q8_0")]
+    assert registry.register_exports(params, candidate(project, "grpo"), v, root=project) == out  # same bytes: same version
+    mv = registry.resolve(params, "rubricrl-extractor-gguf@grpo-q8_0")
+    assert {k: mv.tags[k] for k in ("format", "quantization", "source_model", "retention.field_accuracy",
+                                    "vs_hf_tokens_per_s")} == {
+        "format": "gguf", "quantization": "q8_0", "source_model": f"rubricrl-extractor/{v}",
+        "retention.field_accuracy": "1.04", "vs_hf_tokens_per_s": "1.8"}
+    local = Path(mlflow.artifacts.download_artifacts("models:/rubricrl-extractor-gguf@grpo-q8_0",
+                                                     dst_path=str(project / "dl")))
+    assert (local / gguf.name).read_bytes() == gguf.read_bytes()
+    gguf.write_bytes(b"GGUF changed")  # a new export: a new version under the same alias
+    assert registry.register_exports(params, candidate(project, "grpo"), v, root=project) == [("rubricrl-extractor-gguf", "2", "grpo-q8_0")]
+    from rubricrl.cli.main import main
+
+    main(["registry", "list", "--params", str(project / "params.yaml")])
+    listed = capsys.readouterr().out
+    assert "\nrubricrl-extractor-gguf:" in listed and f"\n2       grpo-q8_0" in listed
+
+
+def test_the_flow_registers_each_candidate_and_promotes_them_in_training_order(project, monkeypatch, capsys):
+    import rubricrl.flow.registry as fr
+    from rubricrl.calibrate import gate as report
+
+    monkeypatch.setattr(report, "gate_failures", lambda *a: [])
+    (project / "outputs/rubric/report.json").write_text("{}")
+    set_student(project, [0] * 8, general_passed=True)  # the student answers nothing right
+    decisions = fr.register_and_promote.fn(str(project))
+    assert [(d["stage"], d["promoted"]) for d in decisions] == [("sft", True), ("grpo", True), ("student", False)]
+    assert aliases(project) == {"champion": "2", "challenger": "3"}
+    out = capsys.readouterr().err
+    assert "version 2 (grpo) promoted to champion" in out and "version 3 (student) not promoted" in out
+    assert "FAIL task: field_accuracy challenger 0.000 vs champion 0.750" in out
+    assert (project / registry.REPORT).read_text().count("# Promotion") == 3
