@@ -261,11 +261,11 @@ def pipeline(stages: list[str] | None = None, force: bool = False, force_stages:
                     mlflow.log_text(str(err), "error.txt")
 
             # The run report comes last: it assembles every stage's section and the registry's decisions.
-            last = [s for s in order if s == REPORT_STAGE]
-            run_stages([s for s in order if s != REPORT_STAGE])
+            last, before = [s for s in order if s == REPORT_STAGE], [s for s in order if s != REPORT_STAGE]
+            run_stages(before)
             if "eval_general" in order and (root / EVAL_GENERAL.result).exists():
                 try:
-                    retrains = retrain_until_general_passes(root, params.general.retrain, order, run_stages, env)
+                    retrains = retrain_until_general_passes(root, params.general.retrain, before, run_stages, env)
                 except BaseException as err:
                     fail("eval_general", err)
                     raise
