@@ -50,7 +50,7 @@ run: setup
 	$(BIN)/rubricrl pipeline run
 
 test: setup
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=12
 
 # The fast lane: every test but the slow ones (real servers, training runs, the pipeline end to end).
 test-fast: setup

@@ -74,14 +74,18 @@ class CommonSettings(Strict):
     """Shared by SFT and GRPO: where and how the weights are trained."""
 
     device: Literal["cpu", "auto"] = "cpu"  # cpu forces CPU even where a GPU exists; auto: what accelerate picks
-    precision: Literal["fp32", "bf16"] = "fp32"  # bf16 = mixed precision (GPU; slow or unsupported on most CPUs)
+    precision: Literal["fp32", "bf16", "auto"] = "fp32"  # bf16 = mixed precision; auto: bf16 where the GPU or CPU has it
     gradient_checkpointing: bool = False  # trades ~20% speed for memory; only worth it for big models
     deepspeed: str | None = None  # a DeepSpeed JSON config (production: configs/deepspeed_zero3.json)
     accelerate_config: str | None = None  # grpo: the stage relaunches itself under `accelerate launch --config_file`
     lora: LoRASettings | None = None  # train LoRA adapters (merged into the saved model) instead of all weights
+    max_skipped_updates: int = Field(2, ge=0)  # non-finite updates skipped in a row; one more: GRPO rolls back, SFT stops
 
 
 class SFTSettings(CommonSettings):
+    # Measured on the CPU default (benchmarks/precision.py, README "Precision"): bf16 autocast made an SFT step 1.6x
+    # faster with the same loss curve; auto takes it where the CPU has native bf16 (GRPO stays fp32: 1.1x).
+    precision: Literal["fp32", "bf16", "auto"] = "auto"
     learning_rate: float = Field(5e-5, gt=0)  # AdamW peak; measured: 5 steps of batch 8 took SmolLM2 from 0% to 100% valid JSON
     epochs: float = Field(1.0, gt=0)  # passes over the train tasks (ignored when max_steps > 0)
     max_steps: int = 10  # > 0: stop after this many optimizer steps instead of `epochs`; -1: `epochs` passes
@@ -283,7 +287,9 @@ class DistillParams(Section):
     pool: int = Field(8, ge=1)  # candidate training prompts (the last N of the train split), teacher answers cached
     n_prompts: int = Field(4, ge=1)  # the hardest of them (highest KL(teacher || student) on the teacher's answer)
     steps: int = Field(4, ge=1)
-    batch_size: int = Field(2, ge=1)
+    batch_size: int = Field(2, ge=1)  # per micro-step
+    grad_accum: int = Field(1, ge=1)  # micro-steps an update (production: 2 x 4 = the seed's 8 conversations)
+    gradient_checkpointing: bool = False  # the student's activations recomputed in backward (production: the 3B)
     learning_rate: float = Field(5e-5, gt=0)
     lmbda: float = Field(0.0, ge=0, le=1)  # on-policy fraction (student samples); CPU 0: student generation is slow
     beta: float = Field(0.5, ge=0, le=1)  # generalized JSD: 0 = forward KL, 1 = reverse KL
@@ -293,6 +299,9 @@ class DistillParams(Section):
     eval_tasks: int = Field(8, ge=1)  # student before/after and teacher: the first N tasks of the eval's test slice
     batch_eval: int = Field(8, ge=1)
     engine: Engine = "transformers"  # the teacher's greedy answers: transformers or llama_cpp (its F16 GGUF)
+    device: Literal["cpu", "auto"] = "cpu"  # auto: the GPU where one is visible (hardness, GKD)
+    precision: Literal["fp32", "bf16", "auto"] = "fp32"  # bf16: the teacher in bf16, bf16 mixed precision in GKD
+    max_skipped_updates: int = Field(2, ge=0)  # non-finite updates skipped in a row; one more stops distillation
     general: bool = False  # the student on the general suites (general.*), paired vs base: its registry general gate
 
     @model_validator(mode="after")

@@ -40,15 +40,19 @@ PY
   mv "$tmp/llama_cpp_python-$version.tar.gz" "$sdist"; rm -rf "$tmp"
 fi
 
-# The converter, matched to this llama.cpp (its own gguf-py, not the gguf on PyPI).
+# The converter, matched to this llama.cpp (its own gguf-py, not the gguf on PyPI), and the Qwen2 vocabulary
+# llama.cpp tests its tokenizer with (models/ggml-vocab-qwen2.gguf and its test vectors): the tokenizer of the
+# production miniature (tools/miniature.py: miniature_tokenizer), the real Qwen2.5 one, without a download.
 share=$venv/share/llama.cpp
-if [ ! -f "$share/.version" ] || [ "$(cat "$share/.version")" != "$version $sha" ]; then
+marker="$version $sha +vocab-qwen2"
+if [ ! -f "$share/.version" ] || [ "$(cat "$share/.version")" != "$marker" ]; then
   tmp=$(mktemp -d)
   top=llama_cpp_python-$version/vendor/llama.cpp
-  tar -xzf "$sdist" -C "$tmp" "$top/convert_hf_to_gguf.py" "$top/conversion" "$top/gguf-py" "$top/LICENSE"
+  tar -xzf "$sdist" -C "$tmp" "$top/convert_hf_to_gguf.py" "$top/conversion" "$top/gguf-py" "$top/LICENSE" \
+    "$top/models/ggml-vocab-qwen2.gguf" "$top/models/ggml-vocab-qwen2.gguf.inp" "$top/models/ggml-vocab-qwen2.gguf.out"
   rm -rf "$share"; mkdir -p "$(dirname "$share")"
   mv "$tmp/$top" "$share"; rm -rf "$tmp"
-  echo "$version $sha" > "$share/.version"
+  echo "$marker" > "$share/.version"
 fi
 
 if ! ls "$wheels"/llama_cpp_python-"$version"-*.whl >/dev/null 2>&1; then

@@ -369,6 +369,26 @@ def grpo_dry_config(settings) -> dict:
     return {k: getattr(cfg, k) for k in keys}
 
 
+def sft_dry_config(settings) -> dict:
+    """TRL's SFTConfig from these sft settings (rubricrl.train.trainer_args.sft_config), as grpo_dry_config."""
+    from rubricrl.train.trainer_args import sft_config
+
+    cfg = sft_config(settings.model_copy(update={"precision": "fp32", "deepspeed": None}), Path("outputs/dry-run"))
+    keys = ("learning_rate", "num_train_epochs", "max_steps", "per_device_train_batch_size",
+            "gradient_accumulation_steps", "max_length", "completion_only_loss", "gradient_checkpointing", "bf16")
+    return {k: getattr(cfg, k) for k in keys}
+
+
+def gkd_dry_config(distill) -> dict:
+    """TRL's GKDConfig as rubricrl.release.distill.gkd_train builds it from these distill settings, in fp32."""
+    from rubricrl.release.distill import gkd_config
+
+    cfg = gkd_config(distill.model_copy(update={"precision": "fp32", "device": "cpu"}), "outputs/dry-run")
+    keys = ("max_steps", "per_device_train_batch_size", "gradient_accumulation_steps", "gradient_checkpointing",
+            "learning_rate", "lmbda", "beta", "temperature", "max_new_tokens", "max_length", "bf16")
+    return {k: getattr(cfg, k) for k in keys}
+
+
 # --- pull steps of the rubricrl-gpu deployment (run in the flow run's container) ---------------------------
 
 def main(argv: list[str] | None = None) -> int:

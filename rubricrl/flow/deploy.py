@@ -37,7 +37,8 @@ def accelerate_config(path: Path):
 
 def profile_problems(params, accel) -> list[str]:
     """The production profile: an openai judge that is not the policy, with its key in a variable; SFT and GRPO
-    on the GPUs with the ZeRO-3 JSON that accelerate uses too, in the same precision; vLLM rollouts colocated;
+    relaunched under accelerate's config on the GPUs with the ZeRO-3 JSON that accelerate uses too, in the same
+    precision; vLLM rollouts colocated;
     GRPO's generation batch in whole groups on accelerate's number of processes."""
     problems = []
     judge = params.scoring.judge_config()
@@ -49,10 +50,13 @@ def profile_problems(params, accel) -> list[str]:
         if not judge.api_key_env:
             problems.append("scoring.openai_judge.api_key_env: name the variable holding the judge's key")
     ds_file = accel.deepspeed_config.get("deepspeed_config_file") if accel and accel.deepspeed_config else None
-    mixed = {"bf16": "bf16", "fp32": "no"}
+    mixed = {"bf16": "bf16", "fp32": "no", "auto": "bf16"}  # auto: bf16 on the production GPUs (all have it)
     for name, s in (("sft", params.sft), ("grpo", params.grpo)):
         if s.device == "cpu":
             problems.append(f"{name}.device: cpu leaves the GPUs idle; production uses auto")
+        if s.accelerate_config != ACCELERATE:
+            problems.append(f"{name}.accelerate_config: {s.accelerate_config}, but production relaunches the stage "
+                            f"under {ACCELERATE} (a full fine-tune of the policy does not fit one GPU)")
         if not s.deepspeed:
             problems.append(f"{name}.deepspeed: production trains with ZeRO-3 ({ds_file})")
         elif s.deepspeed != ds_file:

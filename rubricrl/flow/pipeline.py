@@ -22,6 +22,8 @@ from graphlib import TopologicalSorter
 from pathlib import Path
 
 import yaml
+from prefect import flow, task
+from prefect.tasks import exponential_backoff
 
 from rubricrl.core.entry import ERROR_FILE_ENV
 from rubricrl.core.errors import RubricRLError
@@ -33,22 +35,6 @@ REPORT_STAGE = "report"
 ROOT = Path.cwd()  # the project: `rubricrl pipeline` runs in its folder, a deployment sets its working folder
 FLOW = "rubricrl-pipeline"
 LIMIT = "rubricrl-pipeline"  # the global concurrency limit: one pipeline run at a time
-
-
-def prefect_env() -> None:
-    """A project-local Prefect home and no analytics; without PREFECT_API_URL Prefect runs embedded."""
-    os.environ.setdefault("PREFECT_HOME", str(ROOT / ".prefect"))
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    # The embedded server migrates a fresh database on first start: slow on a busy 2-core machine.
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-
-
-prefect_env()
-
-from prefect import flow, task  # noqa: E402  (needs the environment above)
-from prefect.tasks import exponential_backoff  # noqa: E402
 
 
 def _covers(out: str, dep: str) -> bool:

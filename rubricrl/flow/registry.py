@@ -87,11 +87,28 @@ def register_and_promote(project: str) -> list[dict]:
     return decisions
 
 
+def trained_with(root: Path) -> str:
+    """How each training stage ran: its precision as trained (auto resolved) and its processes."""
+    from rubricrl.stages.grpo import GRPOResult
+    from rubricrl.stages.sft import SFTResult
+
+    parts = []
+    for name, model, path in (("sft", SFTResult, paths.SFT.result), ("grpo", GRPOResult, paths.GRPO.result)):
+        if (root / path).exists():
+            r = model.read(root / path)
+            parts.append(f"{name} {r.precision} x {r.processes} process(es)"
+                         + (f", {len(r.skipped_updates)} non-finite update(s) skipped" if r.skipped_updates else ""))
+    if (root / paths.DISTILL.result).exists():
+        train = DistillResult.read(root / paths.DISTILL.result).train
+        parts.append(f"distill {train.get('precision', 'fp32')}")
+    return "trained with: " + ("; ".join(parts) if parts else "nothing trained yet")
+
+
 def final_tables(root: Path, decisions: list[dict]) -> str:
     """The general suites per model and the registry decisions, for the end of a run."""
     from rubricrl.general.run import SUITES
 
-    lines = []
+    lines = [trained_with(root)]
     if (root / paths.EVAL_GENERAL.result).exists():
         models = dict(GeneralResult.read(root / paths.EVAL_GENERAL.result).models)
         if (root / paths.DISTILL.result).exists():

@@ -34,6 +34,29 @@ def placement(device: str = "auto", precision: str | None = None):
     return dev, torch.bfloat16 if bf16 else torch.float32
 
 
+def cpu_bf16() -> bool:
+    """The CPU has native bf16 matrix instructions (AVX-512 BF16 or AMX, /proc/cpuinfo), where bf16 autocast is
+    fast; on AVX2-only CPUs it is emulated and slower than fp32."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return bool({"avx512_bf16", "amx_bf16"} & set(flags))
+
+
+def resolve_precision(device: str, precision: str) -> str:
+    """A training precision setting ("fp32", "bf16" or "auto") as trained: auto is bf16 on a GPU that has it and
+    on a CPU with native bf16 (cpu_bf16), fp32 elsewhere (README, "Precision": measured on both kinds)."""
+    if precision != "auto":
+        return precision
+    import torch
+
+    if device != "cpu" and torch.cuda.is_available():
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+    return "bf16" if cpu_bf16() else "fp32"
+
+
 def load_for_generation(model_dir: str | Path, device: str = "auto", precision: str | None = None):
     """Model (eval mode, on `placement(device, precision)`) and tokenizer set up for left-padded batches."""
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -38,6 +38,28 @@ def param_count(model) -> int:
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
 
 
+def folder_param_count(model_dir: str | Path) -> int:
+    """param_count of a saved model, built from its config on the meta device: no weight is read (a 7B teacher
+    would be 30 GB of RAM only to be counted)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    with torch.device("meta"):
+        return param_count(AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(str(model_dir))))
+
+
+def named_student(student: str, teacher_dir: str | Path, out_dir: str | Path) -> dict:
+    """A student by hub id or folder (production: Qwen2.5-3B-Instruct) saved to out_dir with its own tokenizer, in
+    its own dtype; returns {"teacher_params", "student_params", "ratio"}. Its vocabulary may differ from the
+    teacher's (Qwen2.5-3B: 151,936 logit rows, 7B: 152,064): `load_pair` and `gkd_train` align it."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    AutoModelForCausalLM.from_pretrained(student).save_pretrained(str(out_dir))
+    AutoTokenizer.from_pretrained(student).save_pretrained(str(out_dir))
+    t, s = folder_param_count(teacher_dir), folder_param_count(out_dir)
+    return {"teacher_params": t, "student_params": s, "ratio": round(s / t, 4)}
+
+
 def build_student(teacher_dir: str | Path, out_dir: str | Path, n_layers: int) -> dict:
     """Save a student with `n_layers` of the teacher's decoder layers (weights copied) and the teacher's
     tokenizer to out_dir; returns {"layers", "teacher_params", "student_params", "ratio"}."""
@@ -85,16 +107,23 @@ def align_vocab(student, vocab_size: int) -> bool:
 
 
 def hardness(teacher, student, tokenizer, conversations: list[list[dict]]) -> list[float]:
-    """Mean KL(teacher || student) per conversation (prompt + the teacher's answer), over the answer's tokens."""
+    """Mean KL(teacher || student) per conversation (prompt + the teacher's answer), over the answer's tokens.
+
+    Both models must have the same vocabulary size (`align_vocab` the student first: Qwen2.5-7B has 152,064 logit
+    rows, 3B 151,936) and sit on the same device; the inputs go to the teacher's device."""
     import torch
 
+    vt, vs = teacher.config.get_text_config().vocab_size, student.config.get_text_config().vocab_size
+    if vt != vs:
+        raise ValueError(f"teacher and student vocabularies differ ({vt} vs {vs} logit rows): align_vocab first")
+    device = next(teacher.parameters()).device
     out = []
     with torch.inference_mode():
         for messages in conversations:
             prompt = tokenizer.apply_chat_template(messages[:-1], tokenize=True, add_generation_prompt=True,
                                                    return_dict=True)["input_ids"]
             full = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"]
-            ids = torch.tensor([full])
+            ids = torch.tensor([full], device=device)
             start = len(prompt) - 1  # logits at position i predict token i + 1: the answer's first token
             t = torch.log_softmax(teacher(input_ids=ids).logits[0, start:-1].float(), -1)
             s = torch.log_softmax(student(input_ids=ids).logits[0, start:-1].float(), -1)
@@ -103,37 +132,72 @@ def hardness(teacher, student, tokenizer, conversations: list[list[dict]]) -> li
     return out
 
 
-def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: list[list[dict]], out_dir: str | Path,
-              cfg, seed: int = 0) -> dict:
-    """GKD of the student on the teacher's conversations; saves the student to out_dir. cfg: DistillParams."""
+def load_pair(teacher_dir: str | Path, student_dir: str | Path, device: str = "cpu", precision: str = "fp32"):
+    """Teacher and student on the profile's device and dtype, the student's vocabulary aligned to the teacher's."""
+    from transformers import AutoModelForCausalLM
+
+    from rubricrl.inference.hf import placement
+
+    dev, dtype = placement(device, precision)
+    teacher = AutoModelForCausalLM.from_pretrained(str(teacher_dir), dtype=dtype).to(dev)
+    student = AutoModelForCausalLM.from_pretrained(str(student_dir), dtype=dtype).to(dev)
+    align_vocab(student, teacher.config.get_text_config().vocab_size)
+    return teacher.eval(), student.eval()
+
+
+def gkd_config(cfg, output_dir: str, seed: int = 0):
+    """TRL's GKDConfig from the distill settings (DistillParams)."""
     import os
+
+    import torch
+
+    from rubricrl.inference.hf import resolve_precision
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from trl.experimental.gkd import GKDConfig
+
+    return GKDConfig(output_dir=output_dir,
+                     max_steps=cfg.steps, per_device_train_batch_size=cfg.batch_size,
+                     gradient_accumulation_steps=cfg.grad_accum, gradient_checkpointing=cfg.gradient_checkpointing,
+                     learning_rate=cfg.learning_rate,
+                     lmbda=cfg.lmbda, beta=cfg.beta, temperature=cfg.temperature,
+                     max_new_tokens=cfg.max_new_tokens, max_length=cfg.max_length, seed=seed,
+                     use_cpu=cfg.device == "cpu" or not torch.cuda.is_available(),
+                     bf16=resolve_precision(cfg.device, cfg.precision) == "bf16",
+                     fp16=False, logging_steps=1,
+                     save_strategy="no", report_to=[], lr_scheduler_type="constant", warmup_steps=0)
+
+
+def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: list[list[dict]], out_dir: str | Path,
+              cfg, seed: int = 0, callbacks=()) -> dict:
+    """GKD of the student on the teacher's conversations; saves the student to out_dir. cfg: DistillParams. A
+    non-finite update is skipped (rubricrl.train.nonfinite); `callbacks` run after that guard."""
     import shutil
     import tempfile
 
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from trl.experimental.gkd import GKDConfig, GKDTrainer
-
-    import torch
+    from rubricrl.inference.hf import placement
+    from rubricrl.train.nonfinite import NonFiniteGuard
 
     tokenizer = AutoTokenizer.from_pretrained(str(student_dir))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+
+    # The student trains with fp32 master weights (bf16 mixed precision when cfg.precision is bf16); the teacher
+    # only runs forward, so it is loaded in the profile's dtype (bf16 on a GPU: a 7B teacher in 15 GB, not 30).
     student = AutoModelForCausalLM.from_pretrained(str(student_dir))
-    teacher = AutoModelForCausalLM.from_pretrained(str(teacher_dir))
+    teacher = AutoModelForCausalLM.from_pretrained(str(teacher_dir), dtype=placement(cfg.device, cfg.precision)[1])
     align_vocab(student, teacher.config.get_text_config().vocab_size)
+    guard = NonFiniteGuard("distill", cfg.max_skipped_updates)
     work = tempfile.mkdtemp(prefix="rubricrl-gkd-")  # the trainer's scratch folder, outside the stage's outputs
-    args = GKDConfig(output_dir=work,
-                     max_steps=cfg.steps, per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
-                     lmbda=cfg.lmbda, beta=cfg.beta, temperature=cfg.temperature,
-                     max_new_tokens=cfg.max_new_tokens, max_length=cfg.max_length, seed=seed,
-                     use_cpu=not torch.cuda.is_available(), bf16=False, fp16=False, logging_steps=1,
-                     save_strategy="no", report_to=[], lr_scheduler_type="constant", warmup_steps=0)
+    args = gkd_config(cfg, work, seed)
+    from trl.experimental.gkd import GKDTrainer
+
     trainer = GKDTrainer(model=student, teacher_model=teacher, args=args,
                          train_dataset=Dataset.from_list([{"messages": m} for m in conversations]),
-                         processing_class=tokenizer)
+                         processing_class=tokenizer, callbacks=[guard, *callbacks])
     try:
         result = trainer.train()
     finally:
@@ -142,4 +206,5 @@ def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: l
     tokenizer.save_pretrained(str(out_dir))
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return {"steps": trainer.state.global_step, "train_seconds": round(result.metrics.get("train_runtime", 0), 1),
-            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None}
+            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+            "skipped_updates": list(guard.skipped), "precision": "bf16" if args.bf16 else "fp32"}

@@ -26,7 +26,6 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rubricrl.core.errors import RubricRLError
+from rubricrl.core.net import free_port  # noqa: F401  (serve_check; tests import it from here)
 from rubricrl.inference import conversion, llamacpp
 from rubricrl.core.taskfile import Task
 
@@ -206,12 +206,6 @@ def tokens_per_s_gguf(path: str | Path, model_dir: str | Path, tasks: Sequence[T
                       threads: int) -> float:
     _, new_tokens, _, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, gguf=path)
     return new_tokens / seconds if seconds > 0 else 0.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stop_server(proc: subprocess.Popen) -> None:

@@ -52,6 +52,13 @@ DECISIONS = Path("outputs/registry/decisions.json")  # every promotion decision 
 TASK_METRIC = "field_accuracy"
 STUDENT = "student"
 EXPORT_FORMATS = {"q8_0": "gguf", "q4_k_m": "gguf", "gptq": "gptq"}
+CHAT_TASK = "llm/v1/chat"  # MLflow's OpenAI-style chat task for the transformers flavour
+
+
+def serving_config(params) -> dict:
+    """Generation settings of the served model: the eval's greedy decoding (rubricrl.inference.generate) and its
+    token budget; a request's `max_tokens` overrides the budget."""
+    return {"do_sample": False, "num_beams": 1, "max_new_tokens": params.eval.max_new_tokens}
 
 
 @dataclass(frozen=True)
@@ -198,10 +205,12 @@ def register(params, candidate: Candidate, rubric_gate: list[str], params_file: 
 
                 components = {"model": AutoModelForCausalLM.from_pretrained(str(c.model_dir)),
                               "tokenizer": AutoTokenizer.from_pretrained(str(c.model_dir))}
+                # MLflow's chat task: `mlflow models serve` takes OpenAI-style messages, applies the model's chat
+                # template and decodes greedily with the eval's budget (README, "Serving the champion").
                 info = mlflow.transformers.log_model(
-                    transformers_model=components, name="model", task="text-generation",
-                    registered_model_name=name, pip_requirements=_requirements(),
-                    model_card=None, await_registration_for=60)
+                    transformers_model=components, name="model", task=CHAT_TASK,
+                    model_config=serving_config(params), registered_model_name=name,
+                    pip_requirements=_requirements(), model_card=None, await_registration_for=60)
                 version = str(info.registered_model_version)
         for k, v in tags.items():
             client_.set_model_version_tag(name, version, k, v)

@@ -10,6 +10,7 @@ from rubricrl import tracking
 from rubricrl.config import Params, load_params
 from rubricrl.core.atomic import write_jsonl, write_text
 from rubricrl.core.entry import stage_main
+from rubricrl.core.errors import ConfigError
 from rubricrl.core.jsonio import read_jsonl
 from rubricrl.core.tables import table
 from rubricrl.core.taskfile import load_tasks
@@ -93,16 +94,20 @@ def general_suites(student_dir: Path, cfg, base: dict) -> dict:
 
 
 def run(params: Params) -> DistillResult:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    from rubricrl.release.distill import build_student, gkd_train, hardness, param_count
+    from rubricrl.release.distill import build_student, gkd_train, hardness, load_pair, named_student
     from rubricrl.inference.generate import generate_with_stats
     from rubricrl.evaluate.task import evaluate_responses, test_slice
     from rubricrl.core.prompt import task_messages
 
     cfg = params.distill
     base_general = general_base_rows() if cfg.general else None
-    pool = load_tasks(DATA.train)[-cfg.pool:]
+    train_tasks = load_tasks(DATA.train)
+    if cfg.pool > len(train_tasks):
+        raise ConfigError(f"distill.pool: {cfg.pool} candidate prompts asked for, the train split has "
+                          f"{len(train_tasks)} tasks (data.n_train); lower distill.pool and n_prompts")
+    pool = train_tasks[-cfg.pool:]
     tests = test_slice(load_tasks(DATA.test), params.eval.max_per_part)[:cfg.eval_tasks]
     scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
                           policy_model=params.policy.model)
@@ -114,20 +119,16 @@ def run(params: Params) -> DistillResult:
             info = {"student": f"{cfg.student_layers}-layer SmolLM2 from the teacher's layers",
                     **build_student(TEACHER, init, cfg.student_layers)}
         else:
-            model = AutoModelForCausalLM.from_pretrained(cfg.student)
-            model.save_pretrained(init)
-            AutoTokenizer.from_pretrained(cfg.student).save_pretrained(init)
-            info = {"student": cfg.student, "student_params": param_count(model),
-                    "teacher_params": param_count(AutoModelForCausalLM.from_pretrained(TEACHER))}
-            info["ratio"] = round(info["student_params"] / info["teacher_params"], 4)
+            info = {"student": cfg.student, **named_student(cfg.student, TEACHER, init)}
         # The teacher's answers, once; the conversations GKD trains on.
         answers, _ = generate_with_stats(TEACHER, pool, batch_size=cfg.batch_eval, max_new_tokens=cfg.max_new_tokens,
                                          desc="teacher answers", engine=cfg.engine)
         write_jsonl(OUT / "teacher.jsonl", ({"id": t.id, "answer": a} for t, a in zip(pool, answers)))
         conversations = [task_messages(t) + [{"role": "assistant", "content": a}] for t, a in zip(pool, answers)]
         tok = AutoTokenizer.from_pretrained(TEACHER)
-        kl = hardness(AutoModelForCausalLM.from_pretrained(TEACHER), AutoModelForCausalLM.from_pretrained(init),
-                      tok, conversations)
+        teacher, student = load_pair(TEACHER, init, cfg.device, cfg.precision)  # vocabularies aligned
+        kl = hardness(teacher, student, tok, conversations)
+        del teacher, student
         hardest = sorted(range(len(kl)), key=lambda i: -kl[i])[:cfg.n_prompts]
         info.update(pool=len(pool), n_prompts=len(hardest), hardness_pool=sum(kl) / len(kl),
                     hardness_kept=sum(kl[i] for i in hardest) / len(hardest),

@@ -10,11 +10,9 @@ checks the gate and trains; only the main process touches the output folder and 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import shutil
-import signal
 import sys
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from rubricrl.reward.functions import RubricReward
 from rubricrl.reward.load import load_rubric
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.stages.base import Result
+from rubricrl.stages.launch import rank_run, relaunch_under_accelerate
 from rubricrl.stages.paths import DATA, POLICIES, RUBRIC
 from rubricrl.stages.paths import GRPO as PATHS
 
@@ -47,26 +46,19 @@ class GRPOResult(Result):
     reward_last: float | None  # ... and of the last (rubricrl.train.section.reward_trend)
     learning_rate: float | None = None  # as trained (an overlay may differ from params.yaml)
     beta: float | None = None
+    processes: int = 1  # training processes (accelerate)
+    precision: str = "fp32"  # as trained (grpo.precision resolved)
+    skipped_updates: list[int] = []  # steps whose non-finite update was skipped (rubricrl/train/nonfinite.py)
+    judge_calls: int = 0  # HTTP calls to the openai judge endpoint, every process (0: no remote judge; cache hits)
 
 
 def fingerprint(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def relaunch_under_accelerate(config: str) -> None:
-    """`python -m rubricrl.stages.grpo` (as DVC and the flow run it) with grpo.accelerate_config set: run this same
-    module under `accelerate launch --config_file CONFIG` (e.g. 8 GPUs, ZeRO-3) and exit with its code."""
-    import os
-    import subprocess
-
-    if "LOCAL_RANK" not in os.environ:  # not yet under a launcher
-        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config, "-m", __spec__.name]
-        sys.exit(subprocess.call(cmd))
-
-
 def run(params: Params) -> GRPOResult | None:
     """Train (every rank); the main process writes the outputs and returns the result, the others None."""
-    from accelerate.utils import broadcast_object_list
+    from accelerate.utils import broadcast_object_list, gather_object
 
     from rubricrl.train.grpo import process_state, train_grpo
     from rubricrl.train.section import HISTORY_COLUMNS, MONITOR_COLUMNS, history_rows, monitor_rows, reward_trend
@@ -98,15 +90,12 @@ def run(params: Params) -> GRPOResult | None:
     scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
                           policy_model=params.policy.model)
     reward = RubricReward(scorer, {t.id: t for t in tasks})
-    stage_run = (tracking.stage_run(params.tracking, "grpo", {"grpo": cfg.model_dump(mode="json")},
-                                    inputs=[DATA.train, RUBRIC.rubric])
-                 if main_process else contextlib.nullcontext(tracking.NoRun()))
-    if main_process:  # torchrun stops the other ranks with SIGTERM when one fails: close the MLflow run as FAILED
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    with stage_run as run:
+    with rank_run(main_process, lambda: tracking.stage_run(params.tracking, "grpo", {"grpo": cfg.model_dump(mode="json")},
+                                                           inputs=[DATA.train, RUBRIC.rubric])) as run:
         if overridden:
             run.set_tag("rubric.gate_override", " | ".join(overridden))
         result = train_grpo(model_dir, tasks, OUT, cfg, reward, resume=resume, monitor_tasks=monitor_tasks)
+        judge_calls = sum(gather_object([sum(getattr(j, "calls", 0) for j in scorer.judges.values())]))
         if not main_process:
             return None
         trend = reward_trend(result["log_history"])
@@ -116,7 +105,9 @@ def run(params: Params) -> GRPOResult | None:
                          wall_seconds=round(result["train_seconds"], 1),
                          reward_first=round(trend[0], 4) if trend else None,
                          reward_last=round(trend[1], 4) if trend else None,
-                         learning_rate=cfg.learning_rate, beta=cfg.beta)
+                         learning_rate=cfg.learning_rate, beta=cfg.beta, processes=result["world_size"],
+                         precision=result["precision"], skipped_updates=result["skipped_updates"],
+                         judge_calls=judge_calls)
         rows = history_rows(result["log_history"])
         criteria = sorted({k for e in rows for k in e if k.startswith("rewards/") and k.endswith("/mean")})
         write_csv(PATHS.history, rows, {**HISTORY_COLUMNS, **{k: k for k in criteria}})  # `dvc plots`
@@ -124,7 +115,9 @@ def run(params: Params) -> GRPOResult | None:
         write_csv(PATHS.monitor, monitor_rows(result["log_history"]), MONITOR_COLUMNS)
         write_section(result, scorer.rubric)
         out.write(PATHS.result)
-        run.log_metrics({f"grpo.{k}": v for k, v in out.model_dump().items()})
+        run.log_metrics({f"grpo.{k}": v for k, v in out.model_dump().items() if isinstance(v, (int, float))}
+                        | {"grpo.skipped_updates": len(out.skipped_updates)})
+        run.set_tag("rubricrl.precision.grpo", out.precision)
         run.log_artifact(PATHS.section, "grpo")
     return out
 
@@ -144,8 +137,7 @@ def write_section(result: dict, rubric) -> None:
 
 def main() -> None:
     params = load_params()
-    if params.grpo.accelerate_config:
-        relaunch_under_accelerate(params.grpo.accelerate_config)
+    relaunch_under_accelerate(params.grpo.accelerate_config, __spec__.name)
     run(params)
 
 

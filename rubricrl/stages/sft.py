@@ -1,4 +1,9 @@
-"""DVC stage `sft`: the seed's baseline, TRL SFTTrainer on the training prompts with gold answers."""
+"""DVC stage `sft`: the seed's baseline, TRL SFTTrainer on the training prompts with gold answers.
+
+One process, or several with the same code: with sft.accelerate_config set (production: 8 GPUs, ZeRO-3, where a
+full fine-tune of the 7B policy with Adam fits; it does not fit one 80 GB GPU) the stage relaunches itself under
+`accelerate launch --config_file`, as GRPO does. Every rank trains; only the main process writes the outputs
+and the MLflow run."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from rubricrl.core.entry import stage_main
 from rubricrl.core.tables import table
 from rubricrl.core.taskfile import load_tasks
 from rubricrl.stages.base import Result, write_section
+from rubricrl.stages.launch import rank_run, relaunch_under_accelerate
 from rubricrl.stages.paths import DATA, PREPARE_MODEL
 from rubricrl.stages.paths import SFT as PATHS
 
@@ -21,20 +27,32 @@ class SFTResult(Result):
     steps: int | None = None
     first_loss: float | None = None
     last_loss: float | None = None
+    processes: int = 1  # training processes (accelerate)
+    precision: str = "fp32"  # as trained (sft.precision resolved: auto becomes fp32 or bf16)
+    skipped_updates: list[int] = []  # steps whose non-finite update was skipped (rubricrl/train/nonfinite.py)
 
 
-def run(params: Params) -> SFTResult:
-    from rubricrl.train.sft import train_sft
+def run(params: Params) -> SFTResult | None:
+    """Train (every rank); the main process writes the outputs and returns the result, the others None."""
+    from rubricrl.train.sft import process_state, train_sft
 
     cfg = params.sft
     tasks = load_tasks(DATA.train)[: cfg.max_tasks]
-    with tracking.stage_run(params.tracking, "sft", {"sft": cfg.model_dump(mode="json")}, inputs=[DATA.train]) as run:
+    state = process_state(cfg)
+    with rank_run(state.is_main_process, lambda: tracking.stage_run(
+            params.tracking, "sft", {"sft": cfg.model_dump(mode="json")}, inputs=[DATA.train])) as run:
         trained = train_sft(PREPARE_MODEL.model, tasks, PATHS.model, cfg)  # per-step loss goes to this MLflow run
+        if not state.is_main_process:
+            return None
         result = SFTResult(train_tasks=len(tasks), wall_seconds=trained.train_seconds, examples=trained.examples,
-                           steps=trained.steps, first_loss=trained.first_loss, last_loss=trained.last_loss)
+                           steps=trained.steps, first_loss=trained.first_loss, last_loss=trained.last_loss,
+                           processes=state.num_processes, precision=trained.precision,
+                           skipped_updates=list(trained.skipped_updates))
         result.write(PATHS.result)
         write_section(PATHS.section, section(result, params))
-        run.log_metrics({"train_tasks": result.train_tasks, "wall_seconds": result.wall_seconds})
+        run.log_metrics({"train_tasks": result.train_tasks, "wall_seconds": result.wall_seconds,
+                         "processes": result.processes, "skipped_updates": len(result.skipped_updates)})
+        run.set_tag("rubricrl.precision.sft", result.precision)
         run.log_outputs([trained.model_dir / "config.json"])
     return result
 
@@ -43,13 +61,24 @@ def section(result: SFTResult, params: Params) -> str:
     cfg = params.sft
     budget = f"{cfg.max_steps} steps" if cfg.max_steps > 0 else f"{cfg.epochs:g} epoch(s)"
     r = result
-    return "\n".join([
+    examples = cfg.per_device_batch_size * cfg.grad_accum * r.processes
+    lines = [
         "# SFT baseline", "",
         f"TRL SFTTrainer on the gold answers of the first {r.train_tasks} training tasks (loss on the answer only), "
-        f"{budget} of {cfg.per_device_batch_size * cfg.grad_accum} examples, learning rate {cfg.learning_rate:g}.", "",
+        f"{budget} of {examples} examples ({r.processes} process(es), {r.precision}), learning rate "
+        f"{cfg.learning_rate:g}.", "",
         table(["examples", "steps", "first loss", "last loss", "wall s"],
-              [[r.examples, r.steps, r.first_loss, r.last_loss, r.wall_seconds]], digits=4)])
+              [[r.examples, r.steps, r.first_loss, r.last_loss, r.wall_seconds]], digits=4)]
+    if r.skipped_updates:
+        lines += ["", f"Non-finite updates skipped at steps {', '.join(map(str, r.skipped_updates))}."]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    params = load_params()
+    relaunch_under_accelerate(params.sft.accelerate_config, __spec__.name)
+    run(params)
 
 
 if __name__ == "__main__":
-    stage_main(lambda: run(load_params()))
+    stage_main(main)

@@ -29,8 +29,9 @@ from rubricrl.train.data import grpo_rows
 from rubricrl.train.general import GENERAL_PREFIX
 from rubricrl.train.mlflow_log import MLflowMetricsCallback
 from rubricrl.train.monitor import HackMonitor
+from rubricrl.train.nonfinite import NonFiniteGuard
 from rubricrl.train.reward_mix import TrainingReward
-from rubricrl.train.rollback import Rollback, RollbackMonitor, SpikeDetector, TrainingError, last_good_step
+from rubricrl.train.rollback import Rollback, RollbackMonitor, Spike, SpikeDetector, TrainingError, last_good_step
 from rubricrl.config import GRPOSettings
 from rubricrl.train.shared_prefill import share_prefill
 from rubricrl.train.trainer_args import grpo_config, peft_config
@@ -52,6 +53,7 @@ class _Run:
     callbacks: list
     monitor_tasks: list
     monitor_decode: object
+    skipped_updates: list  # steps whose non-finite update was skipped (rubricrl.train.nonfinite), over all attempts
 
     @property
     def run_dir(self) -> Path:
@@ -99,7 +101,7 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
     beta = saved["beta"] if saved else settings.beta
     rollbacks = [Rollback(**r) for r in saved["rollbacks"]] if saved else []
     run = _Run(Path(model_dir), out, settings, grpo_config(settings, out / "checkpoints", beta, mix.weights),
-               Dataset.from_list(rows), mix, list(callbacks), list(monitor_tasks), monitor_decode)
+               Dataset.from_list(rows), mix, list(callbacks), list(monitor_tasks), monitor_decode, [])
     if run.main:
         if resume:
             remove_incomplete(run.run_dir)
@@ -126,8 +128,10 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
         "resumed_from_step": start.step if start else None,
         "beta": beta,
         "rollbacks": [r.to_dict() for r in rollbacks],
+        "skipped_updates": run.skipped_updates,
         "skipped_task_ids": skipped,
         "world_size": run.args.world_size,
+        "precision": "bf16" if run.args.bf16 else "fp32",
         "train_seconds": round(time.time() - started, 1),
         "log_history": log_history,
     }
@@ -145,6 +149,10 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
     if start:
         detector.seed(_log_history(start))
     monitor = RollbackMonitor(detector, s.rollback.enabled)
+    # A non-finite update is skipped; max_skipped_updates of them in a row trip a rollback like a KL spike.
+    guard = NonFiniteGuard("grpo", s.max_skipped_updates,
+                           lambda step, reason: monitor.trip(Spike(step, None, None, reason, kind="nonfinite")))
+    guard.skipped = run.skipped_updates
     hack = None
     if s.monitor.enabled and run.monitor_tasks:
         hack = HackMonitor(run.monitor_tasks, run.mix.reward.scorer, s.monitor, monitor, s.max_completion_length,
@@ -158,7 +166,7 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
     while True:
         run.args.beta = metrics.beta = beta  # GRPOTrainer reads args.beta when it is built
         trainer = GRPOTrainer(model=str(run.model_dir), reward_funcs=run.mix.funcs, args=run.args,
-                              train_dataset=run.dataset, callbacks=[*run.callbacks, *watchers, keeper, metrics],
+                              train_dataset=run.dataset, callbacks=[*run.callbacks, guard, *watchers, keeper, metrics],
                               peft_config=peft_config(s.lora))
         if not s.use_vllm:
             share_prefill(trainer.model)  # each prompt's KV cache computed once for its num_generations rollouts

@@ -9,12 +9,14 @@ from rubricrl.core.figures import FigureResult, figure, finite, save, xy
 
 
 def _mark_rollbacks(ax, rollbacks: list[dict], label: bool = True) -> list[int]:
-    """A dashed vertical line at each rollback step (red: KL spike or reward collapse; orange: reward hacking)."""
+    """A dashed vertical line at each rollback step (red: KL spike or reward collapse; orange: reward hacking;
+    purple: non-finite updates)."""
     labelled = set()
+    styles = {"reward_hacking": ("rollback: reward hacking", "tab:orange"),
+              "nonfinite": ("rollback: non-finite updates", "tab:purple")}
     for r in rollbacks:
-        hack = r.get("kind") == "reward_hacking"
-        text = "rollback: reward hacking" if hack else "rollback: KL / reward"
-        ax.axvline(r["step"], color="tab:orange" if hack else "tab:red", linestyle="--", linewidth=1,
+        text, color = styles.get(r.get("kind"), ("rollback: KL / reward", "tab:red"))
+        ax.axvline(r["step"], color=color, linestyle="--", linewidth=1,
                    label=text if label and text not in labelled else None)
         labelled.add(text)
     return [r["step"] for r in rollbacks]

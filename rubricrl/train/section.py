@@ -91,6 +91,9 @@ def training_markdown(result: dict, title: str = "GRPO training report", figures
         k = trend_window(result.get("log_history", []))
         lines.append(f"- training reward (mean of the first and the last {k} logged step(s)): "
                      f"{trend[0]:.3f} -> {trend[1]:.3f}")
+    if result.get("skipped_updates"):
+        lines.append(f"- non-finite updates skipped (rubricrl/train/nonfinite.py): steps "
+                     f"{', '.join(map(str, result['skipped_updates']))}")
     if result.get("skipped_task_ids"):
         lines.append(f"- tasks skipped (prompt longer than max_prompt_length): {len(result['skipped_task_ids'])}")
     if figures:
@@ -103,7 +106,7 @@ def training_markdown(result: dict, title: str = "GRPO training report", figures
                              f"{r['old_beta']:g} -> {r['new_beta']:g}", r["restored_step"],
                              r["checkpoint"] or "initial model"] for r in rollbacks]))
     else:
-        lines.append("None: KL and reward stayed within the rollback bounds.")
+        lines.append("None: KL and reward stayed within the rollback bounds, and every update was finite.")
     if figures:
         lines += ["", "![KL to the reference policy, with the rollbacks](kl.png)"]
     hacks = [r for r in rollbacks if r.get("kind") == "reward_hacking"]

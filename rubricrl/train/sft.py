@@ -6,12 +6,16 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
+
+from transformers import TrainerCallback
 
 from rubricrl.core.taskfile import Task
 from rubricrl.train import trl_patches
 from rubricrl.train.checkpoints import publish_dir, temp_dir_for
 from rubricrl.train.data import sft_rows
 from rubricrl.train.mlflow_log import MLflowMetricsCallback
+from rubricrl.train.nonfinite import NonFiniteGuard
 from rubricrl.core.errors import TrainingError
 from rubricrl.config import SFTSettings
 from rubricrl.train.trainer_args import peft_config, sft_config
@@ -26,13 +30,23 @@ class SFTRun:
     first_loss: float | None
     last_loss: float | None
     train_seconds: float
+    skipped_updates: tuple[int, ...] = ()  # steps whose non-finite update was skipped
+    precision: str = "fp32"  # as trained
 
 
-def train_sft(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Path, settings: SFTSettings) -> SFTRun:
+def process_state(settings: SFTSettings):
+    """This process's accelerate PartialState, set up as train_sft's trainer will set it up (the trainer then reuses
+    the process group), so the stage can tell the main process before training."""
+    return sft_config(settings, Path(".")).distributed_state
+
+
+def train_sft(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Path, settings: SFTSettings,
+              callbacks: Sequence[TrainerCallback] = ()) -> SFTRun:
     """Fine-tune `model_dir` on the tasks' reference answers; `out_dir` becomes a normal HF model folder.
 
     The folder appears only when training has finished (written beside it, then renamed), so a
-    crash never leaves a half-written model. Per-step loss goes to the active MLflow run, if any.
+    crash never leaves a half-written model. Per-step loss goes to the active MLflow run, if any. A non-finite
+    update is skipped (rubricrl.train.nonfinite); `callbacks` run after that guard.
     """
     started = time.monotonic()
     from datasets import Dataset
@@ -48,9 +62,10 @@ def train_sft(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pat
     work = out.with_name(f".{out.name}.work")  # trainer scratch (logs, runs); removed afterwards
     args = sft_config(settings, work)
     trl_patches.apply()  # score only the answer in the LM head on CPU too
+    guard = NonFiniteGuard("sft", settings.max_skipped_updates)  # skips a non-finite update; too many: TrainingError
     trainer = SFTTrainer(model=str(model_dir), args=args, train_dataset=Dataset.from_list(rows),
                          processing_class=tokenizer, peft_config=peft_config(settings.lora),
-                         callbacks=[MLflowMetricsCallback()])
+                         callbacks=[guard, *callbacks, MLflowMetricsCallback()])
     trainer.train()
     main = args.process_index == 0
     tmp = temp_dir_for(out) if main else out.with_name(f".{out.name}.tmp")
@@ -67,4 +82,5 @@ def train_sft(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pat
     args.distributed_state.wait_for_everyone()
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
     return SFTRun(out, len(rows), len(skipped), trainer.state.global_step, losses[0] if losses else None,
-                  losses[-1] if losses else None, round(time.monotonic() - started, 1))
+                  losses[-1] if losses else None, round(time.monotonic() - started, 1), tuple(guard.skipped),
+                  "bf16" if args.bf16 else "fp32")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rubricrl.core.errors import ConfigError
 from rubricrl.config import CommonSettings, GRPOSettings, LoRASettings, SFTSettings
+from rubricrl.inference.hf import resolve_precision
 
 def _checkpointing_field() -> str:
     import dataclasses
@@ -19,11 +20,27 @@ def _checkpointing_field() -> str:
 _CHECKPOINTING = _checkpointing_field()
 
 
+def tf32(device: str, precision: str) -> bool | None:
+    """TF32 matmuls for fp32 training on an Ampere-or-newer GPU (measured on an H200: fp32 + TF32 ran GRPO clean
+    where bf16 autocast gave NaN gradients at step 12); None leaves torch's default elsewhere."""
+    import torch
+
+    if device == "cpu" or precision != "fp32" or not torch.cuda.is_available():
+        return None
+    return True if torch.cuda.get_device_capability()[0] >= 8 else None
+
+
 def common_kwargs(s: CommonSettings) -> dict:
+    import torch
+
+    precision = resolve_precision(s.device, s.precision)
     return {
-        "use_cpu": s.device == "cpu",
+        # auto on a machine without a GPU is the CPU: with use_cpu off there, transformers leaves the process
+        # group of an accelerate launch unused and each process trains alone (found by the miniature).
+        "use_cpu": s.device == "cpu" or not torch.cuda.is_available(),
         # TRL's base config turns bf16 on whenever fp16 is off (trl/trainer/base_config.py, __post_init__).
-        "bf16": s.precision == "bf16",
+        "bf16": precision == "bf16",
+        "tf32": tf32(s.device, precision),
         # TRL defaults gradient_checkpointing to True (trl/trainer/base_config.py:62), which transformers 5
         # renamed activation_checkpointing (5.22); setting the new name also sets the old one TRL reads. The GPU
         # image pins an older transformers for vLLM, which knows only the old name.

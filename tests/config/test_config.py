@@ -12,16 +12,18 @@ from rubricrl.reward.load import load_rubric
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = ROOT / "params.yaml"
-OVERLAYS = sorted((ROOT / "configs").glob("*.yaml"))
-OVERLAYS = [p for p in OVERLAYS if p.name not in ("accelerate_zero3.yaml",)]  # params overlays (GPU profiles)
 PRODUCTION = ROOT / "configs" / "production.yaml"
+# Overlays laid over another profile rather than over params.yaml alone.
+STACKED = {"miniature.yaml": [PRODUCTION], "gpu_dry.yaml": [ROOT / "configs" / "gpu.yaml"]}
+OVERLAYS = [[*STACKED.get(p.name, []), p] for p in sorted((ROOT / "configs").glob("*.yaml"))
+            if not p.name.startswith("accelerate_")]  # params overlays (the profiles), not accelerate's configs
 
 
 def production():
     return load_params(PARAMS, [PRODUCTION])
 
 
-@pytest.mark.parametrize("overlays", [[]] + [[p] for p in OVERLAYS], ids=lambda o: o[0].name if o else "params.yaml")
+@pytest.mark.parametrize("overlays", [[]] + OVERLAYS, ids=lambda o: o[-1].name if o else "params.yaml")
 def test_shipped_params_validate(overlays):
     params = load_params(PARAMS, overlays)
     load_rubric(params.scoring.rubric)
@@ -55,12 +57,13 @@ def test_params_yaml_writes_every_key_with_its_typed_default():
     assert load_params(PARAMS) == Params()
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda p: p.name)
-def test_a_profile_overlay_holds_only_keys_that_differ(overlay):
-    defaults = Params().model_dump(mode="json")
+@pytest.mark.parametrize("overlays", OVERLAYS, ids=lambda o: o[-1].name)
+def test_a_profile_overlay_holds_only_keys_that_differ(overlays):
+    *beneath, overlay = overlays  # the CPU defaults, or the profile it is laid over (miniature: production)
+    defaults = load_params(PARAMS, beneath).model_dump(mode="json")
     layer = yaml.safe_load(overlay.read_text())
     same = [k for k, v in _leaves(layer) if _at(defaults, k) == v]
-    assert not same, f"{overlay.name} repeats CPU defaults (an overlay holds only what differs): {same}"
+    assert not same, f"{overlay.name} repeats what it is laid over (an overlay holds only what differs): {same}"
     assert set(layer) < set(Params.model_fields)  # not a whole params file
 
 
@@ -123,7 +126,8 @@ def test_cli_config_validate(capsys):
     from rubricrl.cli.main import main
 
     main(["config", "validate", str(PARAMS)])
-    main(["config", "validate", str(PARAMS), *[a for o in OVERLAYS for a in ("--overlay", str(o))]])
+    main(["config", "validate", str(PARAMS), "--overlay", str(PRODUCTION), "--overlay",
+          str(ROOT / "configs" / "miniature.yaml")])
     assert capsys.readouterr().out.count(": OK") == 2
 
 

@@ -271,3 +271,19 @@ def test_cpu_steal_is_the_hosts_share_of_cpu_time():
     assert fp.steal_share(before, after) == pytest.approx(100 / 450)
     assert fp.steal_share(None, after) is None
     assert "cpu steal: 22%" in fp.summary_table([{"stage": "a", "outcome": "ran", "seconds": 60}], 100 / 450)
+
+
+def test_prefect_settings_are_set_before_any_flow_module_imports_prefect(tmp_path):
+    """Prefect reads its settings on first import: rubricrl.flow sets them before registry/retrain/pipeline import
+    it (the embedded server's 20 s default start-up timeout ran out on a busy 2-core machine)."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    code = ("import rubricrl.flow.pipeline\n"
+            "from prefect.settings import PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS as t\n"
+            "print(PREFECT_HOME.value(), t.value())")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    home, timeout = out.stdout.split()
+    assert Path(home) == tmp_path / ".prefect" and int(timeout) == 180

@@ -216,6 +216,7 @@ def test_accelerate_runs_deepspeed_zero3(real, tmp_path):
     (lambda d: d["scoring"].update(judge="grounded"), "openai judge"),
     (lambda d: d["grpo"].update(device="cpu"), "grpo.device"),
     (lambda d: d["sft"].update(deepspeed="configs/other.json"), "sft.deepspeed"),
+    (lambda d: d["sft"].update(accelerate_config=None), "sft.accelerate_config"),
     (lambda d: d["grpo"].update(deepspeed=None), "grpo.deepspeed"),
     (lambda d: d["grpo"].update(precision="fp32"), "mixed_precision"),
     (lambda d: d["grpo"].update(use_vllm=False), "use_vllm"),
@@ -226,6 +227,17 @@ def test_production_profile_checks_fail_on_a_broken_copy(real, tmp_path, change,
     assert prod.profile_problems(real["params"], real["accel"]) == []
     problems = prod.profile_problems(profile(tmp_path, change), real["accel"])
     assert any(says in p for p in problems), problems
+
+
+def test_sft_and_distillation_configs_build_from_the_production_settings(real):
+    """The trainer configs TRL builds from production's sft and distill sections on this machine (fp32, no
+    DeepSpeed JSON: what a CPU lacks), so a setting TRL or transformers rejects fails here, not on the GPUs."""
+    sft = prod.sft_dry_config(real["params"].sft)
+    assert sft["gradient_accumulation_steps"] == 4 and sft["max_length"] == 2048 and sft["num_train_epochs"] == 2
+    assert sft["completion_only_loss"] is True and sft["gradient_checkpointing"] is True
+    gkd = prod.gkd_dry_config(real["params"].distill)
+    assert (gkd["per_device_train_batch_size"], gkd["gradient_accumulation_steps"]) == (1, 8)
+    assert gkd["lmbda"] == 0.5 and gkd["max_length"] == 4096 and gkd["gradient_checkpointing"] is True
 
 
 def test_judge_is_an_openai_endpoint_other_than_the_policy(real):

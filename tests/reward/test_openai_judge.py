@@ -229,3 +229,15 @@ def test_parse_verdict_is_lenient_but_strict_on_range():
     assert parse_verdict("Reason: fine.\nScore: 1", 0, 3)["score"] == 1
     for bad in ('{"reason": "x", "score": 7}', '{"reason": "x", "score": 2.5}', "no score here", '{"score": -1}'):
         assert parse_verdict(bad, 0, 3) is None
+
+
+@pytest.mark.parametrize("max_tokens", [64, 256, 1024])
+def test_the_reason_always_leaves_room_for_the_score(max_tokens):
+    """At one token a character (a Chinese or all-digit reason), the bounded reason plus the rest of the reply fits
+    max_tokens, so the score is never cut off (the miniature's judge ran 300 digit characters past 256 tokens)."""
+    from rubricrl.reward.judges.prompt import REPLY_OVERHEAD, verdict_schema
+
+    schema = verdict_schema(0, 3, max_tokens)
+    assert schema["properties"]["reason"]["maxLength"] + REPLY_OVERHEAD <= max(max_tokens, 16 + REPLY_OVERHEAD)
+    assert schema["properties"]["reason"]["maxLength"] <= 300
+    assert schema["required"] == ["reason", "score"]

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,8 @@ import pytest
 import yaml
 
 from rubricrl.core.atomic import write_json, write_jsonl
+from rubricrl.core.errors import ConfigError
+from rubricrl.core.net import free_port
 from rubricrl.inference.models import build_tiny_model
 from rubricrl.train.checkpoints import MARKER
 from tests.train_helpers import ROOT, RUBRIC, tiny_tasks
@@ -28,12 +29,6 @@ PASSING = {"min_margin": 0.4, "probes": {"all_null": {"pass": True, "worst_margi
            "reward": {"spearman_accuracy": 0.9}, "economics": {},
            "on_policy": {"spearman_accuracy": 0.8, "pairwise_accuracy": 0.9, "n_samples": 8, "n_pairs": 4}}
 FAILING = {**PASSING, "probes": {"all_null": {"pass": False, "worst_margin": -1.0, "share_below_gold": 0.5}}}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scratch_project(tmp_path: Path, report: dict) -> Path:
@@ -120,20 +115,43 @@ def test_failed_rubric_gate_stops_every_rank_before_anything_is_touched(tmp_path
     assert not (proj / "mlruns").exists()  # no MLflow run was opened, so none is left open
 
 
-def test_the_stage_relaunches_itself_under_accelerate_when_the_profile_names_a_config(monkeypatch):
+def test_a_training_stage_relaunches_itself_under_accelerate_when_the_profile_names_a_config(monkeypatch):
     import subprocess as sp
 
-    sys.path.insert(0, str(ROOT))
-    from rubricrl.stages import grpo as stage
+    from rubricrl.stages import launch
 
     calls = []
+    monkeypatch.chdir(ROOT)
     monkeypatch.delenv("LOCAL_RANK", raising=False)
     monkeypatch.setattr(sp, "call", lambda cmd: calls.append(cmd) or 7)
     with pytest.raises(SystemExit) as exit_info:
-        stage.relaunch_under_accelerate("configs/accelerate_zero3.yaml")
+        launch.relaunch_under_accelerate("configs/accelerate_zero3.yaml", "rubricrl.stages.sft")
     assert exit_info.value.code == 7  # the launcher's exit code is the stage's
-    assert calls == [[sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-                      "configs/accelerate_zero3.yaml", "-m", "rubricrl.stages.grpo"]]  # the stage module itself
+    [cmd] = calls
+    assert cmd[:5] == [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+                       "configs/accelerate_zero3.yaml"]
+    assert cmd[5] == "--main_process_port" and int(cmd[6]) > 0  # a free rendezvous port on one machine
+    assert cmd[7:] == ["-m", "rubricrl.stages.sft"]  # the stage module itself
     monkeypatch.setenv("LOCAL_RANK", "0")  # already under the launcher: carry on in this process
-    stage.relaunch_under_accelerate("configs/accelerate_zero3.yaml")
+    launch.relaunch_under_accelerate("configs/accelerate_zero3.yaml", "rubricrl.stages.sft")
+    launch.relaunch_under_accelerate(None, "rubricrl.stages.sft")  # no config: one process
     assert len(calls) == 1
+    monkeypatch.delenv("LOCAL_RANK")
+    with pytest.raises(ConfigError, match="configs/nope.yaml: the accelerate config named by accelerate_config"):
+        launch.relaunch_under_accelerate("configs/nope.yaml", "rubricrl.stages.sft")
+
+
+@pytest.mark.parametrize("stage", ["sft", "grpo"])
+def test_sft_and_grpo_relaunch_with_their_own_module_and_config(stage, monkeypatch):
+    import importlib
+
+    from rubricrl.config import load_params
+
+    module = importlib.import_module(f"rubricrl.stages.{stage}")
+    production = load_params(ROOT / "params.yaml", [ROOT / "configs/production.yaml"])
+    seen = []
+    monkeypatch.setattr(module, "load_params", lambda: production)
+    monkeypatch.setattr(module, "relaunch_under_accelerate", lambda config, name: seen.append((config, name)))
+    monkeypatch.setattr(module, "run", lambda params: None)
+    module.main()
+    assert seen == [("configs/accelerate_zero3.yaml", f"rubricrl.stages.{stage}")]

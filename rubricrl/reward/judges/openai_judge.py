@@ -168,7 +168,7 @@ class OpenAIJudge:
     def _sample(self, request: JudgeRequest, messages: list[dict], index: int, lo: int, hi: int) -> tuple[dict, int]:
         """One parsed sample and the HTTP calls it took; JudgeError once the retries are spent."""
         what = f"task {request.task.id}, criterion {request.criterion.id}"
-        return self._call(messages, index, verdict_schema(lo, hi), lambda text: parse_verdict(text, lo, hi),
+        return self._call(messages, index, verdict_schema(lo, hi, self.config.max_tokens), lambda text: parse_verdict(text, lo, hi),
                           what, f"no score in {lo}..{hi}")
 
     def complete_json(self, messages: list[dict], schema: dict, parse: Callable[[str], T | None], what: str) -> T:

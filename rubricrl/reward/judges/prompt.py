@@ -67,12 +67,22 @@ def build_judge_messages(request: JudgeRequest) -> list[dict]:
     ]
 
 
-def verdict_schema(lo: int, hi: int) -> dict:
+REPLY_OVERHEAD = 32  # tokens of the reply besides the reason: braces, keys, quotes, the score
+
+
+def reason_chars(max_tokens: int) -> int:
+    """The longest reason that still leaves room for the score within max_tokens, even at one token a character
+    (a Chinese reason is about that: 300 characters ran past 256 tokens before the score, found by the
+    miniature's judge)."""
+    return max(16, min(300, max_tokens - REPLY_OVERHEAD))
+
+
+def verdict_schema(lo: int, hi: int, max_tokens: int = 256) -> dict:
     # An enum rather than minimum/maximum: both llama.cpp grammars and strict hosted modes honour it.
     return {
         "type": "object",
         # A bounded reason keeps a verbose judge from running into max_tokens before it gives the score.
-        "properties": {"reason": {"type": "string", "maxLength": 300},
+        "properties": {"reason": {"type": "string", "maxLength": reason_chars(max_tokens)},
                        "score": {"type": "integer", "enum": list(range(lo, hi + 1))}},
         "required": ["reason", "score"],
         "additionalProperties": False,

@@ -1,0 +1,74 @@
+"""The one-GPU script (tools/gpu_run.py): its CPU dry mode runs every stage of dvc.yaml in order under
+configs/gpu.yaml + configs/gpu_dry.yaml with the same code, MLflow off as on the GPU image, and brings back the
+results and a summary; the carry batches fit one call; a missing package stops it before any stage."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.flow.test_pipeline import make_project
+from tools import gpu_run
+
+
+def test_batches_fit_one_call_each():
+    sizes = {"a": 55, "b": 35, "c": 20, "d": 5, "e": 4}
+    batches = gpu_run.first_fit(list(sizes), sizes.get, 60)
+    assert all(sum(sizes[f] for f in b) <= 60 for b in batches) and sorted(sum(batches, [])) == sorted(sizes)
+    assert len(batches) == 2
+    with pytest.raises(SystemExit, match="over the 60 MiB"):
+        gpu_run.first_fit(["big"], lambda f: 61, 60)
+
+
+def test_the_profile_is_one_gpu_with_real_work():
+    from rubricrl.config import load_params
+
+    p = load_params(gpu_run.ROOT / "params.yaml", [gpu_run.ROOT / "configs/gpu.yaml"])
+    completions = p.grpo.max_steps * p.grpo.per_device_batch_size * p.grpo.grad_accum
+    assert completions >= 5000 and p.grpo.monitor.enabled and p.grpo.monitor.n_tasks == p.data.n_val
+    assert p.sft.max_steps == -1 and p.sft.max_tasks is None and p.eval.max_per_part is None
+    assert set(p.general.sizes.model_dump().values()) == {None}
+    assert p.distill.pool == p.data.n_train
+    assert set(p.export.artifacts) == {"grpo", "student"} and all(
+        set(v) == {"q8_0", "q4_k_m", "gptq"} for v in p.export.artifacts.values())
+    assert p.sft.accelerate_config is None and p.grpo.accelerate_config is None  # one GPU, one process
+
+
+@pytest.mark.slow
+def test_cpu_dry_mode_runs_every_stage_and_brings_the_results_back(tmp_path):
+    proj = make_project(tmp_path)
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "tools.gpu_run", "run", "--dry", "--out", str(out)], cwd=proj,
+                         capture_output=True, text=True, timeout=1500)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    stages = list(yaml.safe_load((proj / "dvc.yaml").read_text())["stages"])
+    timings = json.loads((out / "timings.json").read_text())
+    assert list(timings["stages"]) == [s for s in gpu_run_order(proj)] and set(timings["stages"]) == set(stages)
+    assert timings["failed"] is None and timings["dry"] is True
+    for name in ("eval", "general", "distill", "export", "grpo", "sft"):
+        assert (out / "metrics" / f"{name}.json").is_file()
+    export = json.loads((out / "metrics" / "export.json").read_text())
+    assert {k for r in export.values() for k in r["artifacts"]} == {"q8_0", "q4_k_m", "gptq"}
+    summary = (out / "summary.md").read_text()
+    assert "CPU dry mode" in summary and "## Task eval" in summary and "## Exports" in summary
+    assert "GRPO - SFT, paired" in summary and "## General suites" in summary
+    assert not (proj / "mlruns").exists()  # MLflow off, as on the GPU image
+    assert not list(out.rglob("*.safetensors")) and not list(out.rglob("*.gguf"))  # results, not weights
+
+
+def gpu_run_order(proj):
+    from rubricrl.flow.pipeline import stage_order
+
+    return stage_order(proj / "dvc.yaml")
+
+
+def test_a_missing_package_stops_before_any_stage(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_run, "IMPORTS", ["json", "no_such_module_rubricrl"])
+    monkeypatch.setattr(gpu_run, "ROOT", tmp_path)
+    monkeypatch.setattr(gpu_run, "GPU", tmp_path / ".gpu")
+    monkeypatch.setattr(gpu_run, "stage_commands", lambda: pytest.fail("a stage started"))
+    assert gpu_run.run(tmp_path / "out", dry=False) == 2

