@@ -97,14 +97,29 @@ class SFTSettings(CommonSettings):
     max_tasks: int | None = Field(80, ge=1)  # stage: train on the first N train tasks (None: all); CPU: 80
 
 
+def sized_window(max_steps: int) -> int:
+    """A null rollback window: half the steps, 2 to 10. The CPU default's 6 steps give 3 (the ratio and collapse
+    tests judge steps 4-6; 10 could never apply); from 20 steps on it is the fixed 10 of before. Under 3 steps no
+    window of 2 or more can apply: the report's safety-net table says so (rubricrl.train.nets)."""
+    return min(10, max(2, max_steps // 2))
+
+
+def sized_every(max_steps: int, window: int) -> int:
+    """A null monitor.every: evaluations at 0, every, 2 x every, ... leave at least two comparisons with the
+    evaluation `window` back (the CPU default: 0, 3, 6 for 6 steps and window 1)."""
+    return max(1, max_steps // (window + 1))
+
+
 class RollbackSettings(Strict):
     enabled: bool = True  # watch KL and reward each step; roll back on a spike or a collapse
     kl_max: float = Field(1.0, gt=0)  # a step KL above this is a spike (the seed saw ~0.02 -> 0.08 over 200 steps)
     kl_ratio: float = Field(5.0, gt=1)  # ... or above kl_ratio x the median of the last kl_window KL values
-    kl_window: int = Field(10, ge=2)  # KL values the median needs before the ratio test applies
+    # KL values the median needs before the ratio test applies (it first judges step kl_window + 1); null: sized
+    # from grpo.max_steps (sized_window). A number the run cannot reach is refused (GRPOSettings).
+    kl_window: int | None = Field(None, ge=2)
     kl_median_floor: float = Field(1e-3, ge=0)  # medians below this count as this: early KL is ~0
     reward_drop: float | None = Field(0.5, gt=0)  # collapse: reward < median - reward_drop x |median|; null = off
-    reward_window: int = Field(10, ge=2)  # reward values the median needs before the collapse test applies
+    reward_window: int | None = Field(None, ge=2)  # reward values the collapse test needs, as kl_window; null: sized
     beta_factor: float = Field(2.0, gt=1)  # beta is multiplied by this on each rollback ...
     beta_max: float = Field(0.2, gt=0)  # ... up to this cap
     max_rollbacks: int = Field(3, ge=0)  # one more spike after this many rollbacks is a TrainingError
@@ -114,8 +129,10 @@ class HackMonitorSettings(Strict):
     """rubricrl.train.monitor: reward up while the strict true metric goes down -> roll back."""
 
     enabled: bool = True
-    every: int = Field(6, ge=1)  # greedy-decode the monitor's tasks every N steps (and before the first)
-    n_tasks: int = Field(8, ge=1)  # validation tasks with gold answers (the stage takes the last N of val)
+    # Greedy-decode the monitor's tasks every N steps (and before the first); null: sized from grpo.max_steps so that
+    # it compares at least twice (sized_every). A number the run cannot reach is refused (GRPOSettings).
+    every: int | None = Field(None, ge=1)
+    n_tasks: int = Field(8, ge=1)  # validation tasks with gold answers (a stratified slice of val)
     max_new_tokens: int | None = Field(None, ge=8)  # None: grpo.max_completion_length
     batch_size: int = Field(8, ge=1)  # prompts decoded together
     window: int = Field(1, ge=1)  # compare each evaluation with the one this many evaluations back
@@ -151,7 +168,40 @@ class GRPOSettings(CommonSettings):
     def _check(self):
         if self.rollback.beta_max < self.beta:
             raise ValueError(f"rollback.beta_max ({self.rollback.beta_max}) must be at least beta ({self.beta})")
+        problems = self._nets_that_cannot_fire()
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
+
+    def sized(self) -> GRPOSettings:
+        """These settings with every null window and monitor.every sized from max_steps (what training uses)."""
+        r, m, n = self.rollback, self.monitor, self.max_steps
+        return self.model_copy(update={
+            "rollback": r.model_copy(update={"kl_window": r.kl_window or sized_window(n),
+                                             "reward_window": r.reward_window or sized_window(n)}),
+            "monitor": m.model_copy(update={"every": m.every or sized_every(n, m.window)})})
+
+    def _nets_that_cannot_fire(self) -> list[str]:
+        """Explicit windows and monitor.every under which a switched-on safety net never judges a step of this run
+        (rubricrl.train.nets reports the same arithmetic, sized values included)."""
+        r, m, n = self.rollback, self.monitor, self.max_steps
+        out = []
+        for key, window, what, on in (("kl_window", r.kl_window, "KL", True),
+                                      ("reward_window", r.reward_window, "reward", r.reward_drop is not None)):
+            if r.enabled and on and window is not None and window >= n:
+                fix = (f"set it <= {n - 1}, null (sized from max_steps)" if n > 2 else f"no window fits {n} steps: "
+                       f"set it null (the test stays off), raise grpo.max_steps to {window + 1}")
+                out.append(f"grpo.rollback.{key}={window} needs {window} logged {what} values before a step it judges "
+                           f"(the first: step {window + 1}) but grpo.max_steps={n}: {fix} or disable grpo.rollback")
+        if m.enabled:
+            every = m.every or sized_every(n, m.window)
+            if m.window * every > n:  # the first comparison is at evaluation `window`, step window x every
+                named = f"grpo.monitor.every={m.every}" if m.every else f"grpo.monitor.every=null (sized: {every})"
+                out.append(f"{named} with grpo.monitor.window={m.window} first compares at step {m.window * every} "
+                           f"but grpo.max_steps={n}: "
+                           + (f"set every <= {n // m.window}, null (sized from max_steps)" if m.every and n >= m.window
+                              else f"set window <= {n}") + " or disable grpo.monitor")
+        return out
 
 
 # --- params sections -----------------------------------------------------------------------------------------
@@ -207,6 +257,10 @@ class RubricParams(Section):
     min_spearman: float = Field(0.5, ge=-1, le=1)  # Spearman(reward, strict field accuracy) on the corruption set
     min_policy_spearman: float = Field(0.4, ge=-1, le=1)  # ... on the policy's own samples (seed 004: > 0.4)
     min_policy_pairwise: float = Field(0.7, ge=0, le=1)  # reward orders two samples of a task as the true metric does
+    # Which figures the bars above apply to: the calibration as given (referenced: the reward reads each task's
+    # reference) or with the references hidden from the reward (label_free: what the reward is worth on data
+    # without gold answers), or both. Referenced here: the generated data and its training tasks all have one.
+    gate_on: Literal["referenced", "label_free", "both"] = "referenced"
     allow_gate_failures: bool = False  # explicit override: train despite failed probes (logged)
     seed: int = 0
 
@@ -214,7 +268,7 @@ class RubricParams(Section):
 class EvalParams(Section):
     """eval_task: greedy generations on the test split from base, SFT and GRPO."""
 
-    max_per_part: int | None = Field(10, ge=1)  # CPU: the first N test tasks of each part (None: all)
+    max_per_part: int | None = Field(25, ge=1)  # CPU: N test tasks of each part, stratified (None: all)
     batch_size: int = Field(8, ge=1)  # prompts generated together
     max_new_tokens: int = Field(200, ge=8)  # per answer; gold answers: median 78 tokens, max 184
     n_boot: int = Field(1000, ge=100)  # bootstrap resamples for the 95% confidence intervals
@@ -223,12 +277,12 @@ class EvalParams(Section):
 
 
 class SuiteSizes(Section):
-    """Items per general suite (None: the whole suite; the CPU default runs a fixed prefix of each)."""
+    """Items per general suite (None: the whole suite; 0: not run; the CPU default runs a fixed prefix of each)."""
 
-    ifeval: int | None = Field(10, ge=1)  # project-written IFEval-style prompts (64, EN/ZH alternating)
-    humaneval: int | None = Field(5, ge=1)  # HumanEval problems (164), the first N
-    qa: int | None = Field(10, ge=1)  # project-written factual questions (80, EN/ZH alternating)
-    perplexity: int | None = Field(8, ge=1)  # paragraphs of the held-out text (24)
+    ifeval: int | None = Field(24, ge=0)  # project-written IFEval-style prompts (64, EN/ZH alternating)
+    humaneval: int | None = Field(0, ge=0)  # HumanEval (164); CPU 0: SmolLM2-135M passed 0/5 for base, SFT and GRPO (uninformative)
+    qa: int | None = Field(24, ge=0)  # project-written factual questions (80, EN/ZH alternating)
+    perplexity: int | None = Field(16, ge=0)  # paragraphs of the held-out text (24)
 
 
 class GeneralRetrain(Section):
@@ -250,8 +304,8 @@ class GeneralParams(Section):
     code_timeout_s: float = Field(5.0, gt=0)  # per program, in the sandbox
     perplexity_max_tokens: int = Field(256, ge=8)
     n_boot: int = Field(1000, ge=100)
-    # The largest drop vs base (model - base, paired point estimate) each suite tolerates; perplexity is
-    # judged on the mean per-paragraph negative log-likelihood in nats (0.1 nats ~ +10.5% perplexity).
+    # The non-inferiority margin per suite: the gate passes when the 95% interval of (model - base) lies above
+    # -margin (rubricrl.metrics.decide); perplexity in nats per token (0.1 nats ~ +10.5% perplexity).
     tolerance: dict[Literal["ifeval", "humaneval", "qa", "perplexity"], float] = {
         "ifeval": 0.10, "humaneval": 0.10, "qa": 0.10, "perplexity": 0.10}
     gated: list[Literal["sft", "grpo"]] = ["grpo"]  # a failure of these makes the flow retrain GRPO (every model's
@@ -284,7 +338,12 @@ class DistillParams(Section):
 
     student: str = "layers"  # "layers": the teacher's own layers (student_layers of them); else a model id/path
     student_layers: int = Field(14, ge=1)  # CPU: 14 of SmolLM2's 30 layers (~58% of its parameters)
-    pool: int = Field(8, ge=1)  # candidate training prompts (the last N of the train split), teacher answers cached
+    layers_by: Literal["importance", "even"] = "importance"  # which teacher layers: the loss rise when each is skipped
+    # The student's own gate: the divergence from the teacher on held-out test conversations fell, and its strict
+    # field accuracy is not worse than the teacher's by more than this (non-inferiority on the 95% interval).
+    # A student that does not pass is reported, never registered.
+    margin: float = Field(0.1, ge=0)
+    pool: int = Field(8, ge=1)  # candidate training prompts (stratified, the train split's second half), teacher answers cached
     n_prompts: int = Field(4, ge=1)  # the hardest of them (highest KL(teacher || student) on the teacher's answer)
     steps: int = Field(4, ge=1)
     batch_size: int = Field(2, ge=1)  # per micro-step
@@ -296,7 +355,7 @@ class DistillParams(Section):
     temperature: float = Field(0.9, gt=0)
     max_new_tokens: int = Field(160, ge=8)  # teacher answers, and the student's on-policy samples
     max_length: int = Field(1024, ge=64)
-    eval_tasks: int = Field(8, ge=1)  # student before/after and teacher: the first N tasks of the eval's test slice
+    eval_tasks: int = Field(8, ge=1)  # student before/after and teacher: N tasks of the eval's test slice, stratified
     batch_eval: int = Field(8, ge=1)
     engine: Engine = "transformers"  # the teacher's greedy answers: transformers or llama_cpp (its F16 GGUF)
     device: Literal["cpu", "auto"] = "cpu"  # auto: the GPU where one is visible (hardness, GKD)
@@ -326,7 +385,7 @@ class ExportParams(Section):
     artifacts: dict[Literal["grpo", "student"], list[Literal["q8_0", "q4_k_m", "gptq"]]] = {
         "grpo": ["q8_0", "q4_k_m"]}
     gptq: GPTQParams = GPTQParams()
-    n_tasks: int = Field(8, ge=1)  # verification: the first N tasks of the eval's test slice
+    n_tasks: int = Field(8, ge=1)  # verification: N tasks of the eval's test slice, stratified
     max_new_tokens: int = Field(200, ge=8)
     speed_tasks: int = Field(2, ge=1)  # tokens/s of artifact vs HF fp32, one prompt at a time, same prompts
     speed_tokens: int = Field(64, ge=8)
@@ -343,7 +402,12 @@ class RegistryParams(Section):
     name: str = Field("rubricrl-extractor", min_length=1)
     # candidates, in training order: each is registered, becomes challenger and is promoted through the gates
     candidates: list[Literal["sft", "grpo", "student"]] = ["sft", "grpo", "student"]
-    task_margin: float = Field(0.0, ge=0)  # challenger's strict field accuracy may trail champion's by this much
+    # The task gate on strict field accuracy, challenger - champion paired by task, decided on its 95% interval
+    # (rubricrl.metrics.decide): a policy replaces the champion only when shown better (superiority, lower bound
+    # > task_margin); the distilled student, whose worth is its size, only when shown not worse by more than
+    # student_margin (non-inferiority, lower bound >= -student_margin). Inconclusive promotes nothing.
+    task_margin: float = Field(0.0, ge=0)
+    student_margin: float = Field(0.05, ge=0)
     promote: bool = True  # the flow promotes after registering (False: register only; `rubricrl registry promote`)
 
 

@@ -10,6 +10,8 @@ Everything else travels in .gpu/ (git-ignored), in batches of at most 60 MiB (wh
   on the GPU machine, one call per batch (the machine keeps .gpu/ while it stays warm):
     python -m tools.gpu_run install           # the batches present into .gpu/site, the GGUF once whole
     python -m tools.gpu_run run --out $OUT    # every stage of dvc.yaml in order, timed; the results to $OUT
+    python -m tools.gpu_run run --out $OUT --hackable-rubric 30   # then benchmarks/hackable_rubric.py: 30 GRPO
+                                              # steps of the SFT model on a hackable rubric, the hack monitor on
   anywhere, the CPU dry mode (the same code and stage order, tiny sizes, a tiny model, device cpu):
     python -m tools.gpu_run run --dry --out /tmp/gpu-dry
 
@@ -168,8 +170,10 @@ def stage_commands() -> list[tuple[str, str]]:
     return [(name, stages[name]["cmd"]) for name in stage_order(ROOT / "dvc.yaml")]
 
 
-def run(out: Path, dry: bool = False, stages: list[str] | None = None) -> int:
-    """Every stage in order under the GPU profile (dry: on CPU with tiny sizes); results and summary to `out`."""
+def run(out: Path, dry: bool = False, stages: list[str] | None = None, hackable: int = 0) -> int:
+    """Every stage in order under the GPU profile (dry: on CPU with tiny sizes); results and summary to `out`.
+    `hackable` > 0: then that many steps of benchmarks/hackable_rubric.py from the SFT model (its summary to
+    out/hackable_rubric, its checkpoints to .gpu/hackable_run: results, not weights)."""
     out.mkdir(parents=True, exist_ok=True)
     GPU.mkdir(exist_ok=True)
     device = GPU / "device.yaml"
@@ -203,6 +207,15 @@ def run(out: Path, dry: bool = False, stages: list[str] | None = None) -> int:
         if rc != 0:
             failed = name
             break
+    if hackable and not failed:
+        started = time.monotonic()
+        with open(out / "hackable_rubric.log", "wb") as log:
+            rc = subprocess.call([sys.executable, "benchmarks/hackable_rubric.py", "--steps", str(hackable),
+                                  "--out", str(out / "hackable_rubric"), "--run-dir", str(GPU / "hackable_run")],
+                                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        timings["hackable_rubric"] = round(time.monotonic() - started, 1)
+        print(f"hackable_rubric: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {timings['hackable_rubric']:.0f} s")
+        failed = None if rc == 0 else "hackable_rubric"
     collect(out, timings, failed, dry)
     return 1 if failed else 0
 
@@ -252,6 +265,12 @@ def summary(out: Path, timings: dict, failed: str | None, dry: bool) -> str:
     dis = m("distill")
     if dis:
         lines += ["", f"Student retention (student after / teacher): {dis.get('retention')}"]
+    hack = out / "hackable_rubric" / "summary.json"
+    if hack.exists():
+        h = json.loads(hack.read_text())
+        fired = ", ".join(map(str, h["fired_at"])) or "none"
+        lines += ["", f"Hackable rubric (benchmarks/hackable_rubric.py, {h['global_step']} steps): the hack monitor "
+                      f"fired at step(s) {fired}; hackable_rubric/summary.md"]
     ex = m("export")
     if ex:
         lines += ["", "## Exports", "", table(["source", "artifact", "verified", "retention"],
@@ -270,6 +289,8 @@ def main(argv: list[str]) -> int:
     r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-out")))
     r.add_argument("--dry", action="store_true", help="CPU, tiny sizes (configs/gpu_dry.yaml)")
     r.add_argument("--stage", action="append", help="only these stages (repeatable)")
+    r.add_argument("--hackable-rubric", type=int, default=0, metavar="STEPS",
+                   help="then GRPO on a hackable rubric for STEPS steps (benchmarks/hackable_rubric.py)")
     args = ap.parse_args(argv)
     if args.cmd == "pack":
         pack(args.python_version)
@@ -277,7 +298,7 @@ def main(argv: list[str]) -> int:
     if args.cmd == "install":
         install()
         return 0
-    return run(args.out, args.dry, args.stage)
+    return run(args.out, args.dry, args.stage, args.hackable_rubric)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,17 @@ Two sets, reported apart (seed 004):
   the strict field accuracy, and pairwise accuracy within each task's samples (the comparisons GRPO's
   group-relative advantage makes).
 The true metric is `rubricrl.metrics.strict`, which shares no code with the reward.
+
+Both sets are scored twice: as given (every generated task has a reference, which the grounded judge's
+faithfulness and the missed_values penalty read) and label-free, with the references hidden from the reward
+(the true metric still reads them): what the reward is worth on data without gold answers.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -143,13 +148,13 @@ def _margins(items: list[CalItem], totals: list[float]) -> dict[str, dict[str, f
 def probe_table(items: list[CalItem], totals: list[float], min_margin: float = 0.0) -> dict:
     """Every corruption and hack probe against gold: does it score below gold by at least min_margin?"""
     gold_total = {it.task.id: totals[k] for k, it in enumerate(items) if it.mode == "gold"}
-    rows = {}
+    rows = {}  # (+ 0.0: a margin of -0.0 reads as 0.0)
     for mode, margins in _margins(items, totals).items():
         m = np.array(list(margins.values()))
         golds = np.array([gold_total[t] for t in margins])
         rows[mode] = {"n": len(m), "mean_score": round(float((golds - m).mean()), 3),
                       "mean_gold": round(float(golds.mean()), 3), "share_below_gold": round(float((m > 0).mean()), 4),
-                      "mean_margin": round(float(m.mean()), 3), "worst_margin": round(float(m.min()), 3),
+                      "mean_margin": round(float(m.mean()), 3) + 0.0, "worst_margin": round(float(m.min()), 3) + 0.0,
                       "pass": bool(m.min() >= min_margin and m.min() > 0)}
     return rows
 
@@ -175,9 +180,9 @@ def economics(items: list[CalItem], totals: list[float]) -> dict:
     lead = [all_null[t] - partial[t] for t in shared]
     return {
         "cost": cost,
-        "null_vs_distractor": {"n": len(gaps), "worst_gap": round(min(gaps), 3) if gaps else None,
+        "null_vs_distractor": {"n": len(gaps), "worst_gap": round(min(gaps), 3) + 0.0 if gaps else None,
                                "share_null_dearer": round(float(np.mean([g > 1e-9 for g in gaps])), 4) if gaps else None},
-        "all_null_vs_partial": {"n": len(lead), "worst_lead": round(min(lead), 3) if lead else None,
+        "all_null_vs_partial": {"n": len(lead), "worst_lead": round(min(lead), 3) + 0.0 if lead else None,
                                 "mean_lead": round(float(np.mean(lead)), 3) if lead else None},
     }
 
@@ -218,6 +223,47 @@ def on_policy_metrics(items: list[CalItem], totals: list[float]) -> dict | None:
             "distinct_responses": len({items[k].response for k in idx})}
 
 
+def hide_references(items: list[CalItem]) -> list[tuple[Task, str]]:
+    """(task, response) pairs with each task's reference removed: what the reward sees on label-free data."""
+    hidden: dict[int, Task] = {}
+    pairs = []
+    for it in items:
+        task = hidden.get(id(it.task))
+        if task is None:
+            task = hidden[id(it.task)] = replace(it.task, reference=None)
+        pairs.append((task, it.response))
+    return pairs
+
+
+def label_free(scorer: RubricScorer, items: list[CalItem], dropped: list[str], min_auc: float,
+               min_margin: float) -> tuple[dict, list[float]]:
+    """The calibrated reward (the components the referenced calibration kept) on the same answers with every
+    reference hidden from the reward; the true metric (strict field accuracy) still reads them.
+
+    The figures the gate can check (rubric.gate_on): the corruption set's ordering and Spearman, the probes'
+    margins, the economics of a missed field, and the on-policy Spearman and pairwise accuracy. Which
+    components would separate gold from their targets without references is reported too (the referenced
+    calibration alone decides the drops). Returns the block and the per-item totals.
+    """
+    start = time.perf_counter()
+    # A scorer of its own (sharing the judges), so that the referenced scorer's per-task contexts stay as they are.
+    results = RubricScorer(scorer.rubric, judges=scorer.judges).score_batch(hide_references(items))
+    totals = [sum(c.weight * c.score for c in r.components if c.id not in dropped) for r in results]
+    components = {cid: {"auc": row["auc"], "std": row["std"], "varies": row["varies"], "separates": row["keep"]}
+                  for cid, row in component_table(items, results, min_auc).items()}
+    block = {
+        "references": "hidden from the reward; the true metric (strict field accuracy) still reads them",
+        "components": components,
+        "reward": reward_metrics(items, totals),
+        "probes": probe_table(items, totals, min_margin),
+        "economics": economics(items, totals),
+        "on_policy": on_policy_metrics(items, totals),
+        "judge_calls_per_response": round(sum(r.judge_calls for r in results) / len(items), 4),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+    return block, totals
+
+
 @dataclass
 class Calibration:
     rubric: Rubric  # the calibrated rubric: what training uses
@@ -239,6 +285,7 @@ def calibrate(rubric: Rubric, scorer: RubricScorer, items: list[CalItem], min_au
     })
     totals = [sum(c.weight * c.score for c in r.components if c.id not in dropped) for r in results]
     calls = sum(r.judge_calls for r in results)
+    free, _ = label_free(scorer, items, dropped, min_auc, min_margin)
     report = {
         "rubric": rubric.name,
         "n_items": len(items),
@@ -254,6 +301,7 @@ def calibrate(rubric: Rubric, scorer: RubricScorer, items: list[CalItem], min_au
         "on_policy": on_policy_metrics(items, totals),
         "judge_calls_per_response": round(calls / len(items), 4),
         "max_total": kept_rubric.max_total,
+        "label_free": free,
     }
     points = {"totals": totals, "accuracy": [strict_accuracy(it.task, it.response) for it in items],
               "modes": [it.mode for it in items], "targets": [it.targets for it in items],

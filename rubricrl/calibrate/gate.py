@@ -9,36 +9,65 @@ class GateError(RubricRLError):
     """The calibrated rubric failed a hack probe or the correlation bar."""
 
 
+GATE_ON = ("referenced", "label_free", "both")
+
+
 def gate_failures(report: dict, bars) -> list[str]:
-    """Every reason the rubric is not fit to train on. `bars` is the rubric params section (RubricParams)."""
-    fails = [f"probe '{mode}': scores less than rubric.min_margin={report.get('min_margin', 0)} below gold "
+    """Every reason the rubric is not fit to train on. `bars` is the rubric params section (RubricParams).
+
+    rubric.gate_on says which figures the bars apply to: the calibration as given (`referenced`, the default:
+    the generated data has a reference on every task, and the reward reads it), the one with every reference
+    hidden from the reward (`label_free`: the report's `label_free` block, for training data without
+    references), or both. A label-free failure says so ("label-free probe ...")."""
+    on = getattr(bars, "gate_on", "referenced")
+    if on not in GATE_ON:
+        raise ValueError(f"rubric.gate_on: {on!r} is not one of {', '.join(GATE_ON)}")
+    fails = []
+    if on in ("referenced", "both"):
+        fails += _failures(report, bars, report.get("min_margin", 0))
+    if on in ("label_free", "both"):
+        free = report.get("label_free")
+        if free is None:
+            fails.append(f"label-free: the report has no label-free calibration (rubric.gate_on: {on}); rerun the "
+                         "rubric stage")
+        else:
+            fails += [f"label-free {f}" for f in _failures(free, bars, report.get("min_margin", 0), label_free=True)]
+    return fails
+
+
+def _failures(figures: dict, bars, min_margin: float, label_free: bool = False) -> list[str]:
+    """The bars applied to one set of figures (the report's top level, or its label_free block)."""
+    where = " with the references hidden" if label_free else ""
+    fails = [f"probe '{mode}': scores less than rubric.min_margin={min_margin} below gold{where} "
              f"(worst margin {row['worst_margin']}, {row['share_below_gold']:.0%} ranked below gold)"
-             for mode, row in sorted(report["probes"].items()) if not row["pass"]]
-    rho = report["reward"]["spearman_accuracy"]
+             for mode, row in sorted(figures["probes"].items()) if not row["pass"]]
+    rho = figures["reward"]["spearman_accuracy"]
     if not rho > bars.min_spearman:
-        fails.append(f"metric 'spearman_accuracy': {rho} on the corruption set is not above rubric.min_spearman={bars.min_spearman}")
-    econ = report.get("economics") or {}
+        fails.append(f"metric 'spearman_accuracy': {rho} on the corruption set{where} is not above "
+                     f"rubric.min_spearman={bars.min_spearman}")
+    econ = figures.get("economics") or {}
     nvd = econ.get("null_vs_distractor") or {}
     if nvd.get("n") and nvd["worst_gap"] <= 1e-9:
+        fix = ("without a reference the missed_values penalty cannot tell a null for a stated value, so only the "
+               "judge's half credit prices it" if label_free else "price it (the missed_values penalty)")
         fails.append(f"economics: a null for a stated value costs no more than a wrong value from the text on "
-                     f"{1 - nvd['share_null_dearer']:.0%} of tasks (worst gap {nvd['worst_gap']}): abstaining is "
-                     "the cheapest way to miss a field, so the policy would learn to answer null; price it "
-                     "(the missed_values penalty)")
+                     f"{1 - nvd['share_null_dearer']:.0%} of tasks{where} (worst gap {nvd['worst_gap']}): abstaining "
+                     f"is the cheapest way to miss a field, so the policy would learn to answer null; {fix}")
     anp = econ.get("all_null_vs_partial") or {}
     if anp.get("n") and anp["worst_lead"] < bars.min_margin:
         fails.append(f"economics: an all-null answer scores less than rubric.min_margin={bars.min_margin} below a "
-                     f"partly right one (worst lead {anp['worst_lead']})")
-    pol = report.get("on_policy")
+                     f"partly right one{where} (worst lead {anp['worst_lead']})")
+    pol = figures.get("on_policy")
     if bars.policy_samples and pol is None:
         fails.append("on-policy: no policy samples were scored (rubric.policy_samples > 0)")
     elif pol is not None:
         rho_p, acc_p = pol["spearman_accuracy"], pol["pairwise_accuracy"]
         if rho_p is None or not rho_p > bars.min_policy_spearman:
-            fails.append(f"on-policy 'spearman_accuracy': {rho_p} on {pol['n_samples']} policy samples is not above "
-                         f"rubric.min_policy_spearman={bars.min_policy_spearman}")
+            fails.append(f"on-policy 'spearman_accuracy': {rho_p} on {pol['n_samples']} policy samples{where} is "
+                         f"not above rubric.min_policy_spearman={bars.min_policy_spearman}")
         if acc_p is None or not acc_p >= bars.min_policy_pairwise:
-            fails.append(f"on-policy 'pairwise_accuracy': {acc_p} on {pol['n_pairs']} within-task pairs is below "
-                         f"rubric.min_policy_pairwise={bars.min_policy_pairwise}")
+            fails.append(f"on-policy 'pairwise_accuracy': {acc_p} on {pol['n_pairs']} within-task pairs{where} is "
+                         f"below rubric.min_policy_pairwise={bars.min_policy_pairwise}")
     return fails
 
 

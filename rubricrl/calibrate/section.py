@@ -63,11 +63,60 @@ def markdown(report: dict, gate: list[str]) -> str:
         lines.append("No policy samples (rubric.policy_samples: 0).")
     if report.get("dropped"):
         lines += ["", "Dropped components: " + ", ".join(f"`{d}`" for d in report["dropped"]) + "."]
-    lines += ["", "## Gate", ""]
+    if report.get("label_free"):
+        lines += ["", *label_free_lines(report)]
+    on = report.get("gate_on", "referenced")
+    which = {"referenced": "the referenced figures", "label_free": "the label-free figures",
+             "both": "both the referenced and the label-free figures"}[on]
+    lines += ["", "## Gate", "", f"rubric.gate_on: {on} (the bars apply to {which}).", ""]
     lines += [f"- FAIL: {g}" for g in gate] if gate else [
         "All probes score below gold by the margin, abstaining is not the cheapest miss, and the correlation bars "
-        "are met on the corruption set and on the policy's samples."]
+        f"are met on the corruption set and on the policy's samples ({which})."]
     return "\n".join(lines) + "\n"
+
+
+def _cell(value, fmt: str = "{}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _headline(block: dict) -> list:
+    """One figure set's headline values, in the order of label_free_lines' rows."""
+    r, econ, pol = block["reward"], block.get("economics") or {}, block.get("on_policy") or {}
+    probes = block["probes"].values()
+    nvd, anp = econ.get("null_vs_distractor") or {}, econ.get("all_null_vs_partial") or {}
+    return [f"{r['pairwise_accuracy']} ({r['pairwise_ties']} ties)", r["kendall_tau"], r["spearman_accuracy"],
+            f"{r['scale']['mean']} / {r['scale']['std']}",
+            f"{sum(not p['pass'] for p in probes)} of {len(probes)}",
+            min((p["worst_margin"] for p in probes), default=None),
+            f"{_cell(nvd.get('worst_gap'))} ({_cell(nvd.get('share_null_dearer'))})",
+            _cell(anp.get("worst_lead")), _cell(pol.get("spearman_accuracy")), _cell(pol.get("pairwise_accuracy"))]
+
+
+def label_free_lines(report: dict) -> list[str]:
+    """The calibration with every reference hidden from the reward, beside the referenced figures."""
+    free = report["label_free"]
+    names = ["pairwise accuracy, gold above each corruption (ties)", "Kendall's tau vs known ordering",
+             "Spearman reward vs strict field accuracy (corruption set)", "reward mean / std",
+             "probes short of the margin", "worst probe margin",
+             "null vs distractor: worst gap (share null dearer)", "all-null vs partly right: worst lead",
+             "on-policy Spearman", "on-policy pairwise accuracy"]
+    rows = [[n, a, b] for n, a, b in zip(names, _headline(report), _headline(free))]
+    probe_rows = [[mode, row["n"], report["probes"][mode]["mean_margin"], report["probes"][mode]["worst_margin"],
+                   row["mean_margin"], row["worst_margin"], f"{row['share_below_gold']:.0%}",
+                   "yes" if row["pass"] else "NO"] for mode, row in free["probes"].items()]
+    blind = [f"`{cid}`" + ("" if row["varies"] else " (constant)")
+             for cid, row in free["components"].items() if not row["separates"]]
+    return ["## Without references (label-free)", "",
+            "The same answers scored by the calibrated reward with every task's reference hidden from it (the true "
+            "metric, strict field accuracy, still reads them): what the reward is worth on data without gold "
+            "answers. Here the faithfulness judge can only check values against the source text and gives a null "
+            "half credit, and missed_values cannot see a null for a stated value. "
+            f"Scoring took {free['seconds']} s more.", "",
+            table(["figure", "referenced", "label-free"], rows, digits=4), "",
+            table(["probe", "n", "mean margin", "worst margin", "label-free mean margin", "label-free worst margin",
+                   "label-free below gold", "label-free pass"], probe_rows), "",
+            ("Without references these components do not separate gold from their targets: " + ", ".join(blind) + "."
+             if blind else "Without references every component still separates gold from its targets.")]
 
 
 def plots(points: dict, out_dir: Path) -> list[Path]:

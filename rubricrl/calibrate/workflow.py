@@ -75,7 +75,8 @@ def run_calibration(rubric: Rubric, val: list[Task], params: Params, policy_resp
 def write_outputs(out_dir: Path, draft: Rubric, cal: Calibration, params: Params, proposal_problems: list[str]) -> dict:
     """Every output of the stage; returns the headline metrics."""
     gate = gate_failures(cal.report, params.rubric)
-    report = {**cal.report, "gate_failures": gate, "proposal_problems": proposal_problems}
+    report = {**cal.report, "gate_on": params.rubric.gate_on, "gate_failures": gate,
+              "proposal_problems": proposal_problems}
     with output_set(out_dir, f"{out_dir}: another run is writing here; waiting for it") as stage:
         write_text(stage / "draft.yaml", draft.to_yaml())
         write_text(stage / "rubric.yaml", cal.rubric.to_yaml())
@@ -84,10 +85,20 @@ def write_outputs(out_dir: Path, draft: Rubric, cal: Calibration, params: Params
         plots(cal.points, stage)
     r, pol = report["reward"], report.get("on_policy") or {}
     probes = report["probes"].values()
+    free = report.get("label_free") or {}
+    free_probes, free_pol = (free.get("probes") or {}).values(), free.get("on_policy") or {}
     return {"pairwise_accuracy": r["pairwise_accuracy"], "kendall_tau": r["kendall_tau"],
             "spearman_accuracy": r["spearman_accuracy"], "reward_mean": r["scale"]["mean"], "reward_std": r["scale"]["std"],
             "n_dropped": len(report["dropped"]), "probes_failed": sum(not p["pass"] for p in probes),
             "worst_probe_margin": min((p["worst_margin"] for p in probes), default=None),
             "policy_spearman_accuracy": pol.get("spearman_accuracy"), "policy_pairwise_accuracy": pol.get("pairwise_accuracy"),
             "policy_samples": pol.get("n_samples", 0),
-            "judge_calls_per_response": report["judge_calls_per_response"], "gate_passed": int(not gate)}
+            "judge_calls_per_response": report["judge_calls_per_response"], "gate_passed": int(not gate),
+            # The same figures with every reference hidden from the reward (the report's label_free block).
+            "label_free_pairwise_accuracy": (free.get("reward") or {}).get("pairwise_accuracy"),
+            "label_free_spearman_accuracy": (free.get("reward") or {}).get("spearman_accuracy"),
+            "label_free_probes_failed": sum(not p["pass"] for p in free_probes) if free else None,
+            "label_free_worst_probe_margin": min((p["worst_margin"] for p in free_probes), default=None),
+            "label_free_policy_spearman_accuracy": free_pol.get("spearman_accuracy"),
+            "label_free_policy_pairwise_accuracy": free_pol.get("pairwise_accuracy"),
+            "label_free_seconds": free.get("seconds")}

@@ -19,6 +19,7 @@ from rubricrl.metrics.strict import StrictCounts, strict_counts, summarize
 from rubricrl.reward.parse import Shape, parse_response
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.core.tables import table
+from rubricrl.core.slices import stratified
 from rubricrl.core.taskfile import Task
 
 PART_ORDER = ("in_domain", "held_out_domain", "val", "train")
@@ -26,17 +27,13 @@ NO_PART = "unspecified"  # tasks whose meta has no "part"
 
 
 def test_slice(tasks: Sequence[Task], max_per_part: int | None) -> list[Task]:
-    """The first N tasks of each part, so in-domain and held-out parts stay balanced on CPU."""
+    """N tasks of each part, stratified by domain and language within the part (rubricrl.core.slices), so
+    in-domain and held-out parts stay balanced and every domain is seen; in file order."""
     if max_per_part is None:
         return list(tasks)
-    seen: dict[str, int] = {}
-    out = []
-    for t in tasks:
-        part = t.meta.get("part", "all")
-        if seen.get(part, 0) < max_per_part:
-            seen[part] = seen.get(part, 0) + 1
-            out.append(t)
-    return out
+    chosen = {id(t) for part in dict.fromkeys(t.meta.get("part", "all") for t in tasks)
+              for t in stratified([t for t in tasks if t.meta.get("part", "all") == part], max_per_part)}
+    return [t for t in tasks if id(t) in chosen]
 
 
 def task_part(task: Task) -> str:

@@ -56,6 +56,12 @@ def candidate(root: Path, name: str) -> Candidate:
     return Candidate(rows=root / paths.EVAL_TASK.responses(name), numbers=numbers, general=general, **common)
 
 
+def student_gate(root: Path) -> dict:
+    """The distill stage's own gate on its student (a student from before that gate existed counts as failed)."""
+    d = DistillResult.read(root / paths.DISTILL.result)
+    return d.gate or {"outcome": "fail", "line": "metrics/distill.json has no student gate: re-run the distill stage"}
+
+
 @task(name="registry")
 def register_and_promote(project: str) -> list[dict]:
     """Each trained candidate (registry.candidates, in training order) is registered as a version (its verified
@@ -73,6 +79,15 @@ def register_and_promote(project: str) -> list[dict]:
     rubric_gate = gate_failures(json.loads((root / paths.RUBRIC.report).read_text(encoding="utf-8")), params.rubric)
     decisions = []
     for name in params.registry.candidates:
+        if name == STUDENT and (gate := student_gate(root))["outcome"] != "pass":
+            print(f"registry: student not registered: its gate is {gate['outcome']}: {gate['line']}",
+                  file=sys.stderr, flush=True)
+            champ = decisions[-1]["champion_after"] if decisions else None
+            decisions.append({"stage": name, "model": params.registry.name, "challenger": None, "registered": False,
+                              "passed": False, "promoted": False, "champion_before": champ, "champion_after": champ,
+                              "gates": [{"name": "student", "passed": False, "outcome": gate["outcome"],
+                                         "detail": gate["line"]}]})
+            continue
         cand = candidate(root, name)
         version = registry.register(params, cand, rubric_gate, params_file=root / "params.yaml")
         print(f"registry: {params.registry.name} version {version} <- {name}", file=sys.stderr, flush=True)
@@ -117,8 +132,9 @@ def final_tables(root: Path, decisions: list[dict]) -> str:
         cell = lambda row: f"{row['score']:>10.3f}" if row and row.get("score") is not None else f"{'-':>10}"  # noqa: E731
         lines += [f"{s:<20}" + "".join(cell(models[m].get(s)) for m in models) for s in SUITES]
     for d in decisions:
-        verdict = ("promoted to champion" if d["promoted"] else "already champion" if d["passed"] else "not promoted")
-        lines += ["", f"registry {d['model']}: version {d['challenger']} ({d.get('stage', 'challenger')}) {verdict}; "
+        verdict = ("not registered" if d.get("registered") is False else "promoted to champion" if d["promoted"]
+                   else "already champion" if d["passed"] else "not promoted")
+        lines += ["", f"registry {d['model']}: version {d['challenger'] or '-'} ({d.get('stage', 'challenger')}) {verdict}; "
                       f"champion: {d['champion_after'] or 'none'} (was {d['champion_before'] or 'none'})"]
-        lines += [f"  {'pass' if g['passed'] else 'FAIL'} {g['name']}: {g['detail']}" for g in d["gates"]]
+        lines += [f"  {g.get('outcome') or ('pass' if g['passed'] else 'fail')} {g['name']}: {g['detail']}" for g in d["gates"]]
     return "\n".join(lines)

@@ -33,11 +33,12 @@ class GeneralGateError(RubricRLError):
 
 
 def gate_failures(metrics: str | Path = EVAL_GENERAL.result) -> list[str]:
-    """'model: suite: difference ...' for every gated model (general.gated) that failed its general gate."""
+    """'model: suite: difference ...' for every suite of a gated model (general.gated) whose general gate failed
+    (a drop shown beyond its margin; an inconclusive suite is no reason to retrain, and promotes nothing)."""
     data = json.loads(Path(metrics).read_text(encoding="utf-8"))
     gated = data.get("gated")
     return [f"{model}: {f}" for model, g in (data.get("gates") or {}).items()
-            if not g["passed"] and (gated is None or model in gated) for f in g["failures"]]
+            if (gated is None or model in gated) for f in g["failures"]]
 
 
 def lowered(params, retrain) -> dict:

@@ -7,7 +7,11 @@ by paired difference (rubricrl.metrics.paired: bootstrap CI and sign-flip permut
 - qa: 1 when an accepted answer appears in the reply (accuracy);
 - perplexity: minus the paragraph's summed negative log-likelihood over its token count, so the paired
   difference is base nll - model nll in nats per token (token-weighted); negative when the model got worse.
-The gate: a model fails when any suite's paired difference (model - base) is below -general.tolerance[suite].
+The gate (rubricrl.metrics.decide): per suite, non-inferiority of the model against base on the paired
+difference's 95% interval with margin general.tolerance[suite]: pass when the lower bound is >= -tolerance, fail
+when the upper bound is below it, inconclusive when the interval straddles it; a suite where both models score
+at the floor (or ceiling) is uninformative. The model's gate fails when a suite fails, is inconclusive when
+any suite cannot tell, and passes only when every suite passes. A suite sized 0 (general.sizes) is not run.
 Nothing here shares code with the rubric reward or the task metric.
 """
 
@@ -16,12 +20,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from rubricrl.core.tables import table
-from rubricrl.metrics.paired import describe, paired_difference
+from rubricrl.metrics.decide import combine, decide
+from rubricrl.metrics.paired import paired_difference
 from rubricrl.general import code, ifeval, perplexity, qa
 
 GENERATION = {"ifeval": ifeval, "humaneval": code, "qa": qa}
 SUITES = (*GENERATION, "perplexity")
 HEADLINE = {"ifeval": "prompt_strict", "humaneval": "pass@1", "qa": "accuracy", "perplexity": "perplexity"}
+BOUNDS = {"ifeval": (0.0, 1.0), "humaneval": (0.0, 1.0), "qa": (0.0, 1.0), "perplexity": (None, None)}
+
+
+def active_suites(cfg) -> list[str]:
+    """The suites this configuration runs (general.sizes: 0 leaves a suite out)."""
+    return [s for s in SUITES if getattr(cfg.sizes, s) != 0]
 
 
 def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=None) -> dict:
@@ -34,6 +45,8 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
     model, tokenizer = model_and_tokenizer or load_for_generation(model_dir)
     out = {}
     for suite, module in GENERATION.items():
+        if suite not in active_suites(cfg):
+            continue
         items = module.load(getattr(cfg.sizes, suite))
         limit = cfg.max_new_tokens[suite]
         chats = [[{"role": "user", "content": it["prompt"]}] for it in items]
@@ -47,6 +60,8 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
         rows = [{"id": it["id"], "lang": it.get("lang"), "response": r, **s} for it, r, s in zip(items, replies, scored)]
         summary = module.summarize(scored)
         out[suite] = {"summary": summary, "score": summary[HEADLINE[suite]], "items": rows}
+    if "perplexity" not in active_suites(cfg):
+        return out
     items = perplexity.load(cfg.sizes.perplexity)
     rows = perplexity.nll(model, tokenizer, items, max_tokens=cfg.perplexity_max_tokens, batch_size=cfg.batch_size)
     summary = perplexity.summarize(rows)
@@ -71,7 +86,7 @@ def compare(results: dict[str, dict], base: str = "base", n_boot: int = 1000) ->
     for model, suites in results.items():
         if model == base:
             continue
-        for suite in SUITES:
+        for suite in [s for s in SUITES if s in suites and s in results[base]]:
             a, b, den = _paired_arrays(suite, suites[suite]["items"], results[base][suite]["items"])
             rows.append({"model": model, "suite": suite,
                          **paired_difference(a, b, den, n_resamples=n_boot)})
@@ -79,32 +94,52 @@ def compare(results: dict[str, dict], base: str = "base", n_boot: int = 1000) ->
 
 
 def gate(paired: list[dict], tolerance: dict[str, float], gated: list[str]) -> dict[str, dict]:
-    """{model: {"passed", "failures": ["qa: -0.250 [-0.44, -0.06] below -0.10", ...]}} for the gated models."""
+    """{model: {"outcome", "passed", "failures", "decisions": {suite: Decision dict}}} for the gated models:
+    non-inferiority vs base per suite with margin tolerance[suite] (module doc). "failures" lists the suites that
+    failed (a drop shown beyond the margin: the flow retrains on those), "passed" is true only when every suite
+    passed (an inconclusive gate promotes nothing)."""
     out = {}
     for model in gated:
         rows = [r for r in paired if r["model"] == model]
         if not rows:
             continue
-        failures = [f"{r['suite']}: {describe(r)} is a drop beyond the tolerance {tolerance[r['suite']]:g}"
-                    for r in rows if r["diff"] is not None and r["diff"] < -tolerance[r["suite"]]]
-        out[model] = {"passed": not failures, "failures": failures}
+        decisions = {r["suite"]: decide(r, "noninferiority", tolerance[r["suite"]],
+                                        floor=BOUNDS[r["suite"]][0], ceiling=BOUNDS[r["suite"]][1]) for r in rows}
+        outcome = combine([d.outcome for d in decisions.values()])
+        out[model] = {"outcome": outcome, "passed": outcome == "pass",
+                      "failures": [f"{s}: {d.line}" for s, d in decisions.items() if d.outcome == "fail"],
+                      "decisions": {s: d.to_dict() for s, d in decisions.items()}}
     return out
+
+
+def gate_summary(g: dict) -> str:
+    """One line per gate: its outcome and each suite that did not pass."""
+    rest = [f"{s}: {d['line']}" for s, d in (g.get("decisions") or {}).items() if d["outcome"] != "pass"]
+    return g["outcome"] + (": " + "; ".join(rest) if rest else "")
 
 
 def markdown(results: dict[str, dict], paired: list[dict], gates: dict[str, dict], tolerance: dict) -> str:
     """The general suites' report (eval_general's report section, and the student's in distill)."""
     models = list(results)
+    suites = [s for s in SUITES if s in results[models[0]]]
+    decisions = {(m, s): d for m, g in gates.items() for s, d in (g.get("decisions") or {}).items()}
     lines = ["# General capability: " + " / ".join(models), "",
              "Per suite (n items): ifeval = prompt-level strict accuracy, humaneval = greedy pass@1, qa = accuracy, "
-             "perplexity on held-out text (lower is better).", "",
-             table(["suite", "n"] + models, [[suite, results[models[0]][suite]["summary"]["n"]]
-                                             + [results[m][suite]["score"] for m in models] for suite in SUITES]),
-             "", "## Paired differences vs base (95% bootstrap CI, permutation p)", "",
-             "perplexity row: base nll - model nll (nats/token); negative = the model got worse.", "",
-             table(["model", "suite", "difference", "tolerance", "within"],
-                   [[r["model"], r["suite"], describe(r), f"-{tolerance[r['suite']]:g}",
-                     "yes" if r["diff"] is None or r["diff"] >= -tolerance[r["suite"]] else "**no**"] for r in paired]),
+             "perplexity on held-out text (lower is better)."
+             + (f" Not run (general.sizes 0): {', '.join(s for s in SUITES if s not in suites)}." if len(suites) < len(SUITES) else ""),
+             "", table(["suite", "n"] + models, [[suite, results[models[0]][suite]["summary"]["n"]]
+                                                  + [results[m][suite]["score"] for m in models] for suite in suites]),
+             "", "## Paired differences vs base: non-inferiority on the 95% bootstrap interval", "",
+             "Pass: the interval's lower bound is >= -margin; fail: its upper bound is below -margin; inconclusive: "
+             "it straddles the margin; uninformative: both models at the metric's floor or ceiling. MDE: the smallest "
+             "difference n items detect with 80% power. perplexity row: base nll - model nll (nats/token); negative = "
+             "the model got worse.", "",
+             table(["model", "suite", "outcome", "difference [95% CI], p; n, MDE", "margin"],
+                   [[r["model"], r["suite"], (decisions.get((r["model"], r["suite"])) or {}).get("outcome", "-"),
+                     (decisions.get((r["model"], r["suite"])) or {}).get("line", "").split(": ", 1)[-1].split("; non-")[0]
+                     or str(r.get("diff")), f"-{tolerance[r['suite']]:g}"] for r in paired]),
              "", "## Gate", ""]
     for model, g in gates.items():
-        lines.append(f"- {model}: " + ("passed" if g["passed"] else "**failed**: " + "; ".join(g["failures"])))
+        outcome = g.get("outcome") or ("pass" if g["passed"] else "fail")
+        lines.append(f"- {model}: **{outcome}**" + (f" ({'; '.join(g['failures'])})" if g["failures"] else ""))
     return "\n".join(lines) + "\n"

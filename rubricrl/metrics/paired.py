@@ -13,6 +13,11 @@ model B and the denominators are shared (they come from the gold answers, not fr
   The statistic sum(d) / sum(den) equals the ratio difference; sum(den) is fixed under sign flips.
   With 2**n <= n_resamples scipy enumerates every sign pattern (an exact test).
 
+- mde: the smallest true difference this n detects with 80% power by a two-sided 95% test (equivalently a
+  one-sided 97.5% bound), (z_0.975 + z_0.80) x SE, with SE = sd(d) / (mean(den) sqrt(n)) from the observed
+  per-task differences; when every d is 0, the independent-samples bound sqrt(var(a) + var(b)) stands in for
+  sd(d) (None when that is 0 too: nothing varies, so nothing can be detected).
+
 Tasks whose denominator is 0 (e.g. no gold-null field for invented_rate) add nothing to either
 ratio and are left out; `n` counts the tasks used. Both procedures use `seed`, so a result is
 deterministic for a seed (and a scipy version).
@@ -64,13 +69,13 @@ def paired_difference(num_a, num_b, den=None, *, n_resamples: int = 2000, confid
     keep = ~empty
     num_a, num_b, den = num_a[keep], num_b[keep], den[keep]
     n = len(den)
-    out = {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": n}
+    out = {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": n, "mde": None}
     if n == 0:
         return out
     total = den.sum()
     a, b = num_a.sum() / total, num_b.sum() / total
     d = num_a - num_b
-    out.update(a=float(a), b=float(b), diff=float(d.sum() / total))
+    out.update(a=float(a), b=float(b), diff=float(d.sum() / total), mde=min_detectable(num_a, num_b, den))
     if not d.any():
         out.update(diff=0.0, ci=[0.0, 0.0], p=1.0)
         return out
@@ -94,6 +99,23 @@ def paired_difference(num_a, num_b, den=None, *, n_resamples: int = 2000, confid
                                   **{_rng_kw(stats.permutation_test): np.random.default_rng(seed)})
     out["p"] = float(min(1.0, perm.pvalue))
     return out
+
+
+def min_detectable(num_a, num_b, den, power: float = 0.8, confidence: float = 0.95) -> float | None:
+    """The smallest paired difference of ratios detectable at `power` by a two-sided test at `confidence`."""
+    n = len(den)
+    if n < 2:
+        return None
+    scale = float(np.mean(den))
+    d = (np.asarray(num_a, float) - np.asarray(num_b, float)) / scale
+    sd = float(np.std(d, ddof=1))
+    if sd == 0:
+        sd = float(np.sqrt(np.var(np.asarray(num_a, float) / scale, ddof=1)
+                           + np.var(np.asarray(num_b, float) / scale, ddof=1)))
+    if sd == 0:
+        return None
+    z = stats.norm.ppf(1 - (1 - confidence) / 2) + stats.norm.ppf(power)
+    return float(z * sd / np.sqrt(n))
 
 
 def describe(result: dict, digits: int = 3) -> str:

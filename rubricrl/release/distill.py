@@ -4,8 +4,10 @@ Student: production takes Qwen2.5-3B-Instruct for the 7B teacher (same tokenizer
 unequal vocab sizes, and the two Qwen2.5 checkpoints differ in padded vocab rows, so `align_vocab` resizes the
 student's embeddings to the teacher's size: the extra rows are never produced by the tokenizer). The CPU
 default builds the student from the teacher itself: `build_student` keeps `student_layers` of its decoder
-layers, evenly spaced with the first and the last kept, each initialised with the teacher's weights, plus the
-embeddings, final norm and head, so it starts close to the teacher and distillation repairs the gaps.
+layers, each initialised with the teacher's weights, plus the embeddings, final norm and head, so it starts
+close to the teacher and distillation repairs the gaps. Which layers: by measured importance
+(`layer_importance`: how much the teacher's loss on its own answers rises when that one layer is skipped; the
+least important go first, the first and the last layer always stay), or evenly spaced.
 
 Hard prompts: the student is worst exactly where its next-token distribution is furthest from the teacher's,
 so `hardness` scores each candidate prompt by the mean KL(teacher || student) over the tokens of the
@@ -26,11 +28,53 @@ from pathlib import Path
 import numpy as np
 
 
-def select_layers(n_teacher: int, n_student: int) -> list[int]:
-    """`n_student` layer indices of `n_teacher`, evenly spaced, the first and the last always kept."""
+def select_layers(n_teacher: int, n_student: int, importance: list[float] | None = None) -> list[int]:
+    """`n_student` layer indices of `n_teacher`, the first and the last always kept: the most important of the
+    others by `importance` (one value per teacher layer), or evenly spaced without it."""
     if not 1 <= n_student <= n_teacher:
         raise ValueError(f"student_layers must be between 1 and the teacher's {n_teacher} layers, got {n_student}")
-    return sorted({int(round(x)) for x in np.linspace(0, n_teacher - 1, n_student)})
+    if importance is None:
+        return sorted({int(round(x)) for x in np.linspace(0, n_teacher - 1, n_student)})
+    if len(importance) != n_teacher:
+        raise ValueError(f"importance has {len(importance)} values for {n_teacher} layers")
+    ends = [0, n_teacher - 1][:n_student]
+    rest = sorted((i for i in range(n_teacher) if i not in ends), key=lambda i: -importance[i])
+    return sorted(ends + rest[:n_student - len(ends)])
+
+
+def answer_loss(model, tokenizer, conversations: list[list[dict]]) -> float:
+    """Mean next-token loss of the model on the assistant turns (the last message) of the conversations."""
+    import torch
+
+    device, total, count = next(model.parameters()).device, 0.0, 0
+    with torch.inference_mode():
+        for messages in conversations:
+            prompt = tokenizer.apply_chat_template(messages[:-1], tokenize=True, add_generation_prompt=True,
+                                                   return_dict=True)["input_ids"]
+            full = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"]
+            ids = torch.tensor([full], device=device)
+            logits = model(input_ids=ids, use_cache=False).logits[0, len(prompt) - 1:-1].float()
+            target = ids[0, len(prompt):]
+            total += float(torch.nn.functional.cross_entropy(logits, target, reduction="sum"))
+            count += len(target)
+    return total / max(count, 1)
+
+
+def layer_importance(model, tokenizer, conversations: list[list[dict]]) -> list[float]:
+    """Per decoder layer: the rise of `answer_loss` when that one layer is skipped (its input passed through)."""
+    import torch
+
+    layers = model.model.layers
+    base = answer_loss(model, tokenizer, conversations)
+    out = []
+    try:
+        for i in range(len(layers)):
+            model.model.layers = torch.nn.ModuleList([m for j, m in enumerate(layers) if j != i])
+            model.config.num_hidden_layers = len(layers) - 1
+            out.append(answer_loss(model, tokenizer, conversations) - base)
+    finally:
+        model.model.layers, model.config.num_hidden_layers = layers, len(layers)
+    return out
 
 
 def param_count(model) -> int:
@@ -60,16 +104,18 @@ def named_student(student: str, teacher_dir: str | Path, out_dir: str | Path) ->
     return {"teacher_params": t, "student_params": s, "ratio": round(s / t, 4)}
 
 
-def build_student(teacher_dir: str | Path, out_dir: str | Path, n_layers: int) -> dict:
-    """Save a student with `n_layers` of the teacher's decoder layers (weights copied) and the teacher's
-    tokenizer to out_dir; returns {"layers", "teacher_params", "student_params", "ratio"}."""
+def build_student(teacher_dir: str | Path, out_dir: str | Path, n_layers: int,
+                  importance: list[float] | None = None) -> dict:
+    """Save a student with `n_layers` of the teacher's decoder layers (weights copied; chosen by `importance`, or
+    evenly spaced) and the teacher's tokenizer to out_dir; returns {"layers", "teacher_params", "student_params",
+    "ratio"}."""
     import copy
 
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     teacher = AutoModelForCausalLM.from_pretrained(str(teacher_dir))
     n_teacher = teacher.config.num_hidden_layers
-    layers = select_layers(n_teacher, n_layers)
+    layers = select_layers(n_teacher, n_layers, importance)
     config = copy.deepcopy(AutoConfig.from_pretrained(str(teacher_dir)))
     config.num_hidden_layers = len(layers)
     if getattr(config, "layer_types", None):
@@ -207,4 +253,5 @@ def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: l
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return {"steps": trainer.state.global_step, "train_seconds": round(result.metrics.get("train_runtime", 0), 1),
             "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+            "losses": [round(x, 5) for x in losses],
             "skipped_updates": list(guard.skipped), "precision": "bf16" if args.bf16 else "fp32"}

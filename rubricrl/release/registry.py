@@ -8,9 +8,11 @@
   run, so a later promotion can pair them. The newest candidate gets the alias `challenger`. The same weights
   registered again (a rerun where nothing changed) update the existing version instead of adding a copy.
 - `promote`: `challenger` against `champion` on the same test tasks, paired by task id. `champion` moves only
-  when every gate passes (rubric gate, general gate, task metric not worse than champion's by more than
-  registry.task_margin on the paired difference, and exports verified once there are any). The first
-  passing candidate becomes champion. Decision and each gate's numbers are written as version tags and as a
+  when every gate passes (rubric gate, general gate, the task gate, and exports verified once there are any).
+  Gates decide on intervals (rubricrl.metrics.decide): the task gate asks a policy for superiority (the 95%
+  interval of challenger - champion above registry.task_margin) and the student for non-inferiority (above
+  -registry.student_margin); an inconclusive gate (the interval straddles its margin) promotes nothing. The
+  first candidate through the other gates becomes champion. Decision and each gate's numbers are written as version tags and as a
   Markdown report.
 - `rollback`: `champion` back to the previous champion (the registered model keeps the history as a tag).
 - `register_exports`: each verified export of a candidate (GGUF Q8_0/Q4_K_M, GPTQ) becomes a version of
@@ -92,6 +94,10 @@ class Gate:
     name: str
     passed: bool
     detail: str
+    outcome: str = ""  # pass, fail, inconclusive (derived from passed when not given)
+
+    def __post_init__(self):
+        self.outcome = self.outcome or ("pass" if self.passed else "fail")
 
 
 def client(cfg):
@@ -151,7 +157,9 @@ def eval_tags(candidate: Candidate) -> dict[str, str]:
         tags.update({f"general.{suite}": score for suite, score in (g.get("scores") or {}).items()})
         if g.get("gate") is not None:
             gate = g["gate"]
-            tags["gate.general"] = "passed" if gate["passed"] else "failed: " + "; ".join(gate["failures"])
+            lines = [f"{suite} {d['line']}" for suite, d in (gate.get("decisions") or {}).items()] or gate["failures"]
+            tags["gate.general"] = gate.get("outcome", "pass" if gate["passed"] else "fail") + (
+                ": " + "; ".join(lines) if lines else "")
     return _text(tags)
 
 
@@ -297,16 +305,21 @@ def _rows(c, mv) -> tuple[list[dict], str | None]:
 
 
 def _tag_gate(mv, tag: str, what: str) -> Gate:
+    """A gate recorded at registration: its tag starts with the outcome (pass/passed, fail/failed, inconclusive)."""
     value = mv.tags.get(tag)
     if value is None:
         return Gate(what, False, f"no {tag} tag: the candidate was registered without it")
-    return Gate(what, value == "passed", value)
+    word = value.split(":", 1)[0].strip()
+    outcome = {"passed": "pass", "failed": "fail"}.get(word, word)
+    return Gate(what, outcome == "pass", value, outcome if outcome in ("pass", "fail", "inconclusive") else "fail")
 
 
-def task_gate(c, challenger, champion, margin: float, n_boot: int = 1000) -> Gate:
-    """Challenger's strict field accuracy minus champion's, paired by task: passes when >= -margin."""
+def task_gate(c, challenger, champion, params) -> Gate:
+    """Challenger's strict field accuracy minus champion's, paired by task, decided on its 95% interval: a policy
+    must be shown better (superiority over registry.task_margin), the student not worse by more than
+    registry.student_margin (non-inferiority). Inconclusive (the interval straddles the margin) does not pass."""
     from rubricrl.metrics.compare import paired_comparisons
-    from rubricrl.metrics.paired import describe
+    from rubricrl.metrics.decide import decide
 
     if champion is None:
         return Gate("task", True, "no champion yet: the first candidate through the other gates becomes champion")
@@ -316,14 +329,16 @@ def task_gate(c, challenger, champion, margin: float, n_boot: int = 1000) -> Gat
     if not rows_a or not rows_b or test_a != test_b:
         return Gate("task", False, f"versions {challenger.version} and {champion.version} were not evaluated on the "
                                    f"same test tasks (test md5 {test_a} vs {test_b}): re-run the eval_task stage "
-                                   f"with the champion's split, or compare by hand")
-    paired = paired_comparisons({"champion": rows_b, "challenger": rows_a}, n_resamples=n_boot)
+                                   f"with the champion's split, or compare by hand", "inconclusive")
+    paired = paired_comparisons({"champion": rows_b, "challenger": rows_a}, n_resamples=params.eval.n_boot)
     row = next((r for r in paired if r["part"] == "all" and r["metric"] == TASK_METRIC), None)
     if row is None or row["diff"] is None:
-        return Gate("task", False, "no paired tasks with gold fields in common")
-    return Gate("task", row["diff"] >= -margin,
-                f"{TASK_METRIC} challenger {row['a']:.3f} vs champion {row['b']:.3f}: {describe(row)} "
-                f"(n={row['n']}; must be >= -{margin:g})")
+        return Gate("task", False, "no paired tasks with gold fields in common", "inconclusive")
+    student = challenger.tags.get("stage") == STUDENT
+    d = decide(row, "noninferiority" if student else "superiority",
+               params.registry.student_margin if student else params.registry.task_margin)
+    return Gate("task", d.passed, f"{TASK_METRIC} challenger {row['a']:.3f} vs champion {row['b']:.3f}: {d.line}",
+                "inconclusive" if d.outcome == "uninformative" else d.outcome)
 
 
 def export_gate(mv) -> Gate:
@@ -346,7 +361,7 @@ def promote(params, dry_run: bool = False, report: Path | None = REPORT) -> dict
                                 f"(it registers every trained candidate) first")
         champion = alias_version(c, name, CHAMPION)
         gates = [_tag_gate(challenger, "gate.rubric", "rubric"), _tag_gate(challenger, "gate.general", "general"),
-                 task_gate(c, challenger, champion, params.registry.task_margin, params.eval.n_boot),
+                 task_gate(c, challenger, champion, params),
                  export_gate(challenger)]
         passed = all(g.passed for g in gates)
         version, before = str(challenger.version), champion and str(champion.version)
@@ -355,10 +370,10 @@ def promote(params, dry_run: bool = False, report: Path | None = REPORT) -> dict
                     "gates": [asdict(g) for g in gates]}
         if not dry_run:
             for g in gates:
-                c.set_model_version_tag(name, version, f"promotion.gate.{g.name}",
-                                        ("pass: " if g.passed else "FAIL: ") + g.detail[:4000])
+                c.set_model_version_tag(name, version, f"promotion.gate.{g.name}", f"{g.outcome}: {g.detail[:4000]}")
             c.set_model_version_tag(name, version, "promotion.decision",
-                                    "champion" if passed else "rejected: " + ", ".join(g.name for g in gates if not g.passed))
+                                    "champion" if passed else "rejected: " + ", ".join(
+                                        f"{g.name} {g.outcome}" for g in gates if not g.passed))
             if decision["promoted"]:
                 c.set_registered_model_alias(name, CHAMPION, version)
                 history = _history(c, name) + [version]
@@ -393,15 +408,24 @@ def rollback(params) -> tuple[str, str]:
     return current, previous
 
 
+def _outcome(g: dict) -> str:
+    return g.get("outcome") or ("pass" if g["passed"] else "fail")  # decisions written before outcomes existed
+
+
 def promotion_markdown(d: dict) -> str:
+    if d.get("registered") is False:
+        return "\n".join([f"# {d['model']}: the {d.get('stage')} was not registered", "",
+                          f"Its own gate: **{d['gates'][0]['outcome']}**: {d['gates'][0]['detail']}. Champion stays "
+                          f"{d['champion_after'] or 'none'}."]) + "\n"
     verdict = ("promoted to champion" if d["promoted"] else "already champion" if d["passed"] and
                d["champion_before"] == d["challenger"] else "would be promoted (dry run)" if d["passed"]
                else "stays challenger")
     lines = [f"# Promotion: {d['model']} version {d['challenger']}", "",
              f"Champion before: {d['champion_before'] or 'none'}; after: {d['champion_after'] or 'none'}. "
              f"Decision: **{verdict}**.", "",
-             table(["gate", "pass", "numbers"], [[g["name"], "yes" if g["passed"] else "**no**", g["detail"]]
-                                                 for g in d["gates"]])]
+             table(["gate", "outcome", "numbers"],
+                   [[g["name"], _outcome(g) if g["passed"] else f"**{_outcome(g)}**", g["detail"]]
+                    for g in d["gates"]])]
     return "\n".join(lines) + "\n"
 
 

@@ -45,6 +45,25 @@ class DistillResult(Result):
     train: dict = {}
     retention: dict[str, float | None] = {}
     general: dict | None = None
+    divergence: dict = {}  # mean KL(teacher || student) on held-out test conversations: before, after
+    gate: dict = {}  # the student's own gate: outcome (pass/fail/inconclusive), line; only a pass is registered
+
+
+def student_gate(divergence: dict, teacher_rows: list[dict], student_rows: list[dict], margin: float,
+                 n_boot: int) -> dict:
+    """Pass when the divergence on held-out conversations fell and the student's strict field accuracy is not
+    worse than the teacher's by more than `margin` on the paired 95% interval (rubricrl.metrics.decide)."""
+    from rubricrl.metrics.compare import paired_comparisons
+    from rubricrl.metrics.decide import combine, decide
+
+    rows = paired_comparisons({"teacher": teacher_rows, "student": student_rows}, n_resamples=n_boot)
+    row = next((r for r in rows if r["part"] == "all" and r["metric"] == "field_accuracy"), None)
+    d = decide(row or {"n": 0}, "noninferiority", margin)
+    fell = divergence["after"] < divergence["before"]
+    outcome = combine([d.outcome, "pass" if fell else "fail"])
+    return {"outcome": outcome, "line": f"divergence {divergence['before']:.3f} -> {divergence['after']:.3f} "
+                                        f"({'fell' if fell else 'did not fall'}); field accuracy vs teacher {d.line}",
+            "decision": d.to_dict()}
 
 
 def markdown(info: dict, train: dict, numbers_table: dict, retention: dict) -> str:
@@ -61,15 +80,21 @@ def markdown(info: dict, train: dict, numbers_table: dict, retention: dict) -> s
               [[model, part, r["n"], *[r[k] for k in NUMBERS]] for model, parts in numbers_table.items()
                for part, r in parts.items()]),
         "", "Retention (student after / teacher, all tasks): "
-        + ", ".join(f"{k} {v}" for k, v in retention.items()) + "."]) + "\n"
+        + ", ".join(f"{k} {v}" for k, v in retention.items()) + ".",
+        "", f"GKD loss per step: {train.get('losses')}."]) + "\n"
 
 
-def general_base_rows() -> dict:
-    """eval_general's per-item rows of the base model, per suite (checked before any training)."""
-    from rubricrl.general.run import SUITES
+def gate_markdown(gate: dict) -> str:
+    return (f"\n## The student's gate: **{gate['outcome']}**\n\n{gate['line']}.\n"
+            + ("" if gate["outcome"] == "pass" else "\nThe student is not registered (only a passing student is).\n"))
+
+
+def general_base_rows(general) -> dict:
+    """eval_general's per-item rows of the base model, per suite it runs (checked before any training)."""
+    from rubricrl.general.run import active_suites
 
     base = {}
-    for suite in SUITES:
+    for suite in active_suites(general):
         path = GENERAL_BASE / f"{suite}.jsonl"
         if not path.exists():
             raise FileNotFoundError(f"{path}: the base model's general rows (run the eval_general stage, or set "
@@ -81,10 +106,10 @@ def general_base_rows() -> dict:
 def general_suites(student_dir: Path, cfg, base: dict) -> dict:
     """The student on the general suites, paired vs base's rows: metrics/general.json's shape (its rows and
     eval_general's report format in outputs/distill/general/)."""
-    from rubricrl.general.run import SUITES, compare, evaluate, gate, markdown
+    from rubricrl.general.run import compare, evaluate, gate, markdown
 
     results = evaluate(student_dir, cfg, desc="general student")
-    for suite in SUITES:
+    for suite in results:
         write_jsonl(OUT / "general" / f"{suite}.jsonl", results[suite]["items"])
     paired = compare({"base": base, "student": results}, n_boot=cfg.n_boot)
     gates = gate(paired, cfg.tolerance, ["student"])
@@ -96,38 +121,52 @@ def general_suites(student_dir: Path, cfg, base: dict) -> dict:
 def run(params: Params) -> DistillResult:
     from transformers import AutoTokenizer
 
-    from rubricrl.release.distill import build_student, gkd_train, hardness, load_pair, named_student
+    from rubricrl.release.distill import (build_student, gkd_train, hardness, layer_importance, load_pair,
+                                          named_student)
     from rubricrl.inference.generate import generate_with_stats
     from rubricrl.evaluate.task import evaluate_responses, test_slice
     from rubricrl.core.prompt import task_messages
+    from rubricrl.core.slices import stratified
 
     cfg = params.distill
-    base_general = general_base_rows() if cfg.general else None
+    base_general = general_base_rows(params.general) if cfg.general else None
     train_tasks = load_tasks(DATA.train)
     if cfg.pool > len(train_tasks):
         raise ConfigError(f"distill.pool: {cfg.pool} candidate prompts asked for, the train split has "
                           f"{len(train_tasks)} tasks (data.n_train); lower distill.pool and n_prompts")
-    pool = train_tasks[-cfg.pool:]
-    tests = test_slice(load_tasks(DATA.test), params.eval.max_per_part)[:cfg.eval_tasks]
+    # candidates from the train split's second half (SFT trains on its first tasks), every domain in turn
+    pool = stratified(train_tasks[len(train_tasks) // 2:], cfg.pool)
+    tests = stratified(test_slice(load_tasks(DATA.test), params.eval.max_per_part), cfg.eval_tasks)
     scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
                           policy_model=params.policy.model)
     work = OUT.with_name(".distill.work")
     shutil.rmtree(work, ignore_errors=True)
     with tracking.stage_run(params.tracking, "distill", {"distill": cfg.model_dump()}) as run:
         init = work / "student_init"
-        if cfg.student == "layers":
-            info = {"student": f"{cfg.student_layers}-layer SmolLM2 from the teacher's layers",
-                    **build_student(TEACHER, init, cfg.student_layers)}
-        else:
-            info = {"student": cfg.student, **named_student(cfg.student, TEACHER, init)}
         # The teacher's answers, once; the conversations GKD trains on.
         answers, _ = generate_with_stats(TEACHER, pool, batch_size=cfg.batch_eval, max_new_tokens=cfg.max_new_tokens,
                                          desc="teacher answers", engine=cfg.engine)
         write_jsonl(OUT / "teacher.jsonl", ({"id": t.id, "answer": a} for t, a in zip(pool, answers)))
         conversations = [task_messages(t) + [{"role": "assistant", "content": a}] for t, a in zip(pool, answers)]
         tok = AutoTokenizer.from_pretrained(TEACHER)
+        if cfg.student == "layers":
+            importance = None
+            if cfg.layers_by == "importance":
+                teacher, _ = load_pair(TEACHER, TEACHER, cfg.device, cfg.precision)
+                importance = layer_importance(teacher, tok, conversations[:4])
+                del teacher
+            info = {"student": f"{cfg.student_layers}-layer SmolLM2 from the teacher's layers (by {cfg.layers_by})",
+                    **build_student(TEACHER, init, cfg.student_layers, importance)}
+            if importance is not None:
+                info["importance"] = [round(x, 4) for x in importance]
+        else:
+            info = {"student": cfg.student, **named_student(cfg.student, TEACHER, init)}
+        # Held-out conversations: the test slice with the teacher's eval answers (its divergence is the gate's).
+        by_id = {r["id"]: r["response"] for r in read_jsonl(EVAL_TASK.responses("grpo"))}
+        heldout = [task_messages(t) + [{"role": "assistant", "content": by_id[t.id]}] for t in tests]
         teacher, student = load_pair(TEACHER, init, cfg.device, cfg.precision)  # vocabularies aligned
         kl = hardness(teacher, student, tok, conversations)
+        divergence = {"before": sum(k := hardness(teacher, student, tok, heldout)) / len(k)}
         del teacher, student
         hardest = sorted(range(len(kl)), key=lambda i: -kl[i])[:cfg.n_prompts]
         info.update(pool=len(pool), n_prompts=len(hardest), hardness_pool=sum(kl) / len(kl),
@@ -135,6 +174,9 @@ def run(params: Params) -> DistillResult:
                     prompts=[pool[i].id for i in hardest])
         train = gkd_train(init, TEACHER, [conversations[i] for i in hardest], PATHS.student, cfg,
                           seed=params.data.seed)
+        teacher, student = load_pair(TEACHER, PATHS.student, cfg.device, cfg.precision)
+        divergence["after"] = sum(k := hardness(teacher, student, tok, heldout)) / len(k)
+        del teacher, student
         by_model = {}
         for name, model_dir in (("student before", init), ("student after", Path(PATHS.student))):
             responses, _ = generate_with_stats(model_dir, tests, batch_size=cfg.batch_eval,
@@ -144,19 +186,22 @@ def run(params: Params) -> DistillResult:
         # The distilled student's answers, in the eval's row format: the export stage's retention baseline.
         write_jsonl(PATHS.responses, ({k: s[k] for k in ("id", "part", "response", "total", "strict")}
                                               for s in metrics["samples"]))
-        by_id = {r["id"]: r["response"] for r in read_jsonl(EVAL_TASK.responses("grpo"))}
-        by_model["teacher"] = numbers(evaluate_responses(tests, [by_id[t.id] for t in tests], scorer))
+        teacher_metrics = evaluate_responses(tests, [by_id[t.id] for t in tests], scorer)
+        by_model["teacher"] = numbers(teacher_metrics)
+        gate = student_gate(divergence, teacher_metrics["samples"], metrics["samples"], cfg.margin, params.eval.n_boot)
         after, teacher = by_model["student after"]["all"], by_model["teacher"]["all"]
         retention = {k: round(after[k] / teacher[k], 4) if after[k] is not None and teacher[k] else None
                      for k in ("field_accuracy", "reward_mean")}
         general = general_suites(Path(PATHS.student), params.general, base_general) if cfg.general else None
-        report = markdown(info, train, by_model, retention)
+        report = markdown(info, train, by_model, retention) + gate_markdown(gate)
         if general:
             report += "\n" + (OUT / "general" / "report.md").read_text(encoding="utf-8").replace("# ", "## ", 1)
         write_text(PATHS.section, report)
-        result = DistillResult(student=info, train=train, models=by_model, retention=retention, general=general)
+        result = DistillResult(student=info, train=train, models=by_model, retention=retention, general=general,
+                               divergence=divergence, gate=gate)
         result.write(PATHS.result)
         run.log_metrics({"params_ratio": info["ratio"], **{f"retention.{k}": v for k, v in retention.items()},
+                         **{f"divergence.{k}": v for k, v in divergence.items()},
                          **{f"{m.replace(' ', '_')}.{k}": v for m, parts in by_model.items()
                             for k, v in parts["all"].items() if isinstance(v, (int, float))}})
         if general:

@@ -26,14 +26,14 @@ class GeneralResult(Result):
 
 
 def run(params: Params) -> GeneralResult:
-    from rubricrl.general.run import SUITES, compare, evaluate, gate, markdown
+    from rubricrl.general.run import compare, evaluate, gate, gate_summary, markdown
 
     cfg = params.general
     results = {}
     with tracking.stage_run(params.tracking, "eval_general", {"general": cfg.model_dump()}) as run:
         for name, model_dir in MODELS.items():
             results[name] = evaluate(model_dir, cfg, desc=f"general {name}")
-            for suite in SUITES:
+            for suite in results[name]:
                 write_jsonl(Path(PATHS.rows(name)) / f"{suite}.jsonl", results[name][suite]["items"])
                 run.log_metrics({f"{name}.{suite}.{k}": v for k, v in results[name][suite]["summary"].items()
                                  if isinstance(v, (int, float))})
@@ -41,14 +41,14 @@ def run(params: Params) -> GeneralResult:
         gates = gate(paired, cfg.tolerance, [m for m in MODELS if m != "base"])  # registry tags use every one
         write_text(PATHS.section, markdown(results, paired, gates, cfg.tolerance))
         result = GeneralResult(
-            models={m: {s: {"score": r[s]["score"], **r[s]["summary"]} for s in SUITES} for m, r in results.items()},
+            models={m: {s: {"score": r[s]["score"], **r[s]["summary"]} for s in r} for m, r in results.items()},
             paired=paired, gates=gates, gated=cfg.gated, tolerance=cfg.tolerance)
         result.write(PATHS.result)
         run.log_metrics({f"paired.{r['model']}-base.{r['suite']}": r["diff"] for r in paired})
-        run.set_tags({f"gate.{m}": "passed" if g["passed"] else "failed" for m, g in gates.items()})
+        run.set_tags({f"gate.{m}": g["outcome"] for m, g in gates.items()})
         run.log_artifact(PATHS.section, "general")
         for m, g in gates.items():
-            print(f"eval_general: {m}: general gate " + ("passed" if g["passed"] else "FAILED: " + "; ".join(g["failures"])))
+            print(f"eval_general: {m}: general gate {gate_summary(g)}")
         print(f"eval_general: {PATHS.section}")
     return result
 

@@ -94,9 +94,10 @@ def run(params: Params) -> ExportResult:
     from rubricrl.release.export import (ExportError, gptq_group_check, gptq_quantize, quantize, retention, serve_check,
                                  tokens_per_s_gguf, tokens_per_s_hf, verify_gguf, verify_gptq)
     from rubricrl.evaluate.task import test_slice
+    from rubricrl.core.slices import stratified
 
     cfg = params.export
-    tasks = test_slice(load_tasks(DATA.test), params.eval.max_per_part)[:cfg.n_tasks]
+    tasks = stratified(test_slice(load_tasks(DATA.test), params.eval.max_per_part), cfg.n_tasks)
     speed = tasks[:cfg.speed_tasks]
     scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
                           policy_model=params.policy.model)

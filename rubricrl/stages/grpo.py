@@ -21,6 +21,7 @@ from rubricrl.calibrate.gate import check_gate
 from rubricrl.config import Params, load_params
 from rubricrl.core.atomic import write_csv, write_json, write_text
 from rubricrl.core.entry import stage_main
+from rubricrl.core.slices import stratified
 from rubricrl.core.taskfile import load_tasks
 from rubricrl.reward.functions import RubricReward
 from rubricrl.reward.load import load_rubric
@@ -29,6 +30,7 @@ from rubricrl.stages.base import Result
 from rubricrl.stages.launch import rank_run, relaunch_under_accelerate
 from rubricrl.stages.paths import DATA, POLICIES, RUBRIC
 from rubricrl.stages.paths import GRPO as PATHS
+from rubricrl.train.nets import Net
 
 OUT = Path(PATHS.out)
 
@@ -50,6 +52,7 @@ class GRPOResult(Result):
     precision: str = "fp32"  # as trained (grpo.precision resolved)
     skipped_updates: list[int] = []  # steps whose non-finite update was skipped (rubricrl/train/nonfinite.py)
     judge_calls: int = 0  # HTTP calls to the openai judge endpoint, every process (0: no remote judge; cache hits)
+    nets: list[Net] = []  # each safety net: armed, from which step, how many checks (rubricrl/train/nets.py)
 
 
 def fingerprint(*parts) -> str:
@@ -68,8 +71,8 @@ def run(params: Params) -> GRPOResult | None:
     # Every rank reads the same report, so a failed gate stops them all here, before any process group exists.
     overridden = check_gate(report, params.rubric, params.rubric.allow_gate_failures)
     tasks = load_tasks(DATA.train)[: cfg.max_tasks]
-    # The hack monitor's fixed slice: the last validation tasks with gold answers.
-    monitor_tasks = [t for t in load_tasks(DATA.val) if t.reference is not None][-cfg.monitor.n_tasks:]
+    # The hack monitor's fixed slice: validation tasks with gold answers, every domain in turn.
+    monitor_tasks = stratified([t for t in load_tasks(DATA.val) if t.reference is not None], cfg.monitor.n_tasks)
     model_dir = POLICIES[cfg.start_from]
     rubric_text = Path(RUBRIC.rubric).read_text(encoding="utf-8")
     main_process = process_state(cfg).is_main_process
@@ -107,7 +110,7 @@ def run(params: Params) -> GRPOResult | None:
                          reward_last=round(trend[1], 4) if trend else None,
                          learning_rate=cfg.learning_rate, beta=cfg.beta, processes=result["world_size"],
                          precision=result["precision"], skipped_updates=result["skipped_updates"],
-                         judge_calls=judge_calls)
+                         judge_calls=judge_calls, nets=result["nets"])
         rows = history_rows(result["log_history"])
         criteria = sorted({k for e in rows for k in e if k.startswith("rewards/") and k.endswith("/mean")})
         write_csv(PATHS.history, rows, {**HISTORY_COLUMNS, **{k: k for k in criteria}})  # `dvc plots`

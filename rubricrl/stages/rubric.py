@@ -1,5 +1,6 @@
 """DVC stage `rubric`: draft a rubric from the task data, calibrate it on validation tasks (gold, corruptions and
-samples of the model GRPO starts from), report; the calibration report is the stage's report section."""
+samples of the model GRPO starts from), as given and with every reference hidden from the reward (label-free),
+report; the calibration report is the stage's report section."""
 
 from __future__ import annotations
 
@@ -31,6 +32,14 @@ class RubricResult(Result):
     policy_samples: int
     judge_calls_per_response: float
     gate_passed: int
+    # The same figures with every reference hidden from the reward (outputs/rubric/report.json: label_free).
+    label_free_pairwise_accuracy: float | None = None
+    label_free_spearman_accuracy: float | None = None
+    label_free_probes_failed: int | None = None
+    label_free_worst_probe_margin: float | None = None
+    label_free_policy_spearman_accuracy: float | None = None
+    label_free_policy_pairwise_accuracy: float | None = None
+    label_free_seconds: float | None = None
 
 
 def run(params: Params) -> RubricResult:

@@ -29,6 +29,7 @@ from rubricrl.train.data import grpo_rows
 from rubricrl.train.general import GENERAL_PREFIX
 from rubricrl.train.mlflow_log import MLflowMetricsCallback
 from rubricrl.train.monitor import HackMonitor
+from rubricrl.train.nets import armed_nets
 from rubricrl.train.nonfinite import NonFiniteGuard
 from rubricrl.train.reward_mix import TrainingReward
 from rubricrl.train.rollback import Rollback, RollbackMonitor, Spike, SpikeDetector, TrainingError, last_good_step
@@ -84,12 +85,15 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
     resume=False deletes earlier checkpoints first. `callbacks` run before the rollback monitor, so
     they see (and may change) each step's logs first. Tasks missing from `reward.tasks` are added.
     `monitor_tasks` (validation tasks with gold answers) switch on the reward-hacking monitor when
-    settings.monitor.enabled; `monitor_decode` replaces its greedy decoder (tests).
+    settings.monitor.enabled; `monitor_decode` replaces its greedy decoder (tests). Null rollback windows and
+    monitor.every are sized from max_steps (GRPOSettings.sized); the result's `nets` says which nets were armed.
     """
     from datasets import Dataset
     from transformers import AutoTokenizer
 
     started = time.time()
+    nets = [n.model_dump() for n in armed_nets(settings, bool(monitor_tasks))]
+    settings = settings.sized()
     reward.tasks.update({t.id: t for t in train_tasks if t.id not in reward.tasks})
     mix = TrainingReward(reward)
     rows, skipped = grpo_rows(train_tasks, AutoTokenizer.from_pretrained(model_dir), settings.max_prompt_length,
@@ -130,6 +134,7 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
         "rollbacks": [r.to_dict() for r in rollbacks],
         "skipped_updates": run.skipped_updates,
         "skipped_task_ids": skipped,
+        "nets": nets,
         "world_size": run.args.world_size,
         "precision": "bf16" if run.args.bf16 else "fp32",
         "train_seconds": round(time.time() - started, 1),

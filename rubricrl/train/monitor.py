@@ -96,6 +96,8 @@ class HackMonitor(TrainerCallback):
         self.tasks = list(tasks)
         if not self.tasks or any(t.reference is None for t in self.tasks):
             raise ValueError("the hack monitor needs validation tasks with reference answers")
+        if settings.every is None:
+            raise ValueError("monitor.every is not sized: pass GRPOSettings.sized().monitor")
         self.scorer = scorer
         self.s = settings
         self.rollback = rollback

@@ -59,6 +59,8 @@ class SpikeDetector:
     """Remembers (step, kl, reward) of the good steps and judges new ones against them."""
 
     def __init__(self, settings: RollbackSettings):
+        if settings.kl_window is None or settings.reward_window is None:
+            raise ValueError("the rollback windows are not sized: pass GRPOSettings.sized().rollback")
         self.s = settings
         self.history: list[tuple[int, float | None, float | None]] = []
 

@@ -76,6 +76,13 @@ def criterion_series(log_history: list[dict]) -> dict[str, list[tuple[int, float
     return dict(sorted(out.items()))
 
 
+def nets_table(nets: list[dict]) -> str:
+    """The armed-nets table (rubricrl.train.nets.armed_nets, as dicts)."""
+    return table(["net", "armed", "from step", "checks", "rule"],
+                 [[n["name"], "yes" if n["armed"] else "no", _num(n["first_step"]), n["checks"], n["rule"]]
+                  for n in nets])
+
+
 def training_markdown(result: dict, title: str = "GRPO training report", figures: bool = False) -> str:
     """The training report (the grpo stage's report section); `figures`: reference reward.png, kl.png and
     monitor.png beside it."""
@@ -98,6 +105,9 @@ def training_markdown(result: dict, title: str = "GRPO training report", figures
         lines.append(f"- tasks skipped (prompt longer than max_prompt_length): {len(result['skipped_task_ids'])}")
     if figures:
         lines += ["", "![GRPO reward per step, total and per criterion](reward.png)"]
+    if result.get("nets"):
+        lines += ["", "## Safety nets", "", "Which nets could fire within this run's steps (rubricrl/train/nets.py; "
+                  "a rollback empties the windows again).", "", nets_table(result["nets"])]
     lines += ["", "## Rollbacks", ""]
     rollbacks = result.get("rollbacks", [])
     if rollbacks:

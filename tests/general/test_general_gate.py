@@ -44,12 +44,38 @@ def _row(suite, diff, model="grpo"):
 
 def test_gate_fails_on_a_drop_beyond_the_tolerance_and_names_the_suite():
     tol = {"ifeval": 0.1, "humaneval": 0.1, "qa": 0.1, "perplexity": 0.05}
-    paired = [_row("ifeval", -0.05), _row("humaneval", 0.0), _row("qa", -0.25), _row("perplexity", -0.04),
+    paired = [_row("ifeval", 0.05), _row("humaneval", 0.0), _row("qa", -0.25), _row("perplexity", 0.1),
               _row("qa", -0.5, model="sft")]
     g = gate(paired, tol, ["grpo"])
-    assert list(g) == ["grpo"] and not g["grpo"]["passed"]
-    assert len(g["grpo"]["failures"]) == 1 and g["grpo"]["failures"][0].startswith("qa: -0.250")
-    assert gate([_row("qa", -0.1)], tol, ["grpo"])["grpo"]["passed"]  # exactly at the tolerance passes
+    assert list(g) == ["grpo"] and not g["grpo"]["passed"] and g["grpo"]["outcome"] == "fail"
+    assert len(g["grpo"]["failures"]) == 1 and g["grpo"]["failures"][0].startswith("qa: fail: -0.250")
+    assert {s: d["outcome"] for s, d in g["grpo"]["decisions"].items()} == {
+        "ifeval": "pass", "humaneval": "pass", "qa": "fail", "perplexity": "pass"}
+    assert "n=16" in g["grpo"]["decisions"]["qa"]["line"]
+    # the interval's lower bound exactly at -tolerance passes
+    assert gate([_row("qa", 0.0)], tol, ["grpo"])["grpo"]["outcome"] == "pass"
+
+
+def test_a_drop_the_interval_cannot_rule_out_is_inconclusive_not_a_pass():
+    tol = {"ifeval": 0.1, "humaneval": 0.1, "qa": 0.1, "perplexity": 0.1}
+    g = gate([_row("qa", -0.05)], tol, ["grpo"])["grpo"]  # -0.05 [-0.15, +0.05]: the old mean rule passed it
+    assert g["outcome"] == "inconclusive" and not g["passed"] and g["failures"] == []
+
+
+def test_a_suite_every_model_scores_at_its_floor_is_uninformative():
+    tol = {"ifeval": 0.1, "humaneval": 0.1, "qa": 0.1, "perplexity": 0.1}
+    floor = {"model": "grpo", "suite": "humaneval", "diff": 0.0, "ci": [0.0, 0.0], "p": 1.0, "n": 5, "a": 0.0,
+             "b": 0.0, "mde": None}
+    g = gate([_row("qa", 0.1), floor], tol, ["grpo"])["grpo"]
+    assert g["decisions"]["humaneval"]["outcome"] == "uninformative" and g["outcome"] == "inconclusive"
+    assert "uninformative" in markdown({"base": {"qa": {"summary": {"n": 16}, "score": 0.5}}}, [floor],
+                                       {"grpo": g}, tol)
+
+
+def test_a_suite_sized_zero_is_not_run(tmp_path):
+    cfg = SMALL.model_copy(update={"sizes": SMALL.sizes.model_copy(update={"humaneval": 0, "ifeval": 0})})
+    out = evaluate(build_tiny_model(tmp_path / "a", seed=0), cfg)
+    assert set(out) == {"qa", "perplexity"}
 
 
 @pytest.fixture

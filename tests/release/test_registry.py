@@ -102,9 +102,24 @@ def test_worse_challenger_stays_and_the_failing_gate_is_named(project):
     d = registry.promote(params)
     assert not d["passed"] and not d["promoted"] and aliases(project) == {"challenger": chal, "champion": champ}
     task = next(g for g in d["gates"] if g["name"] == "task")
-    assert not task["passed"] and "field_accuracy challenger 0.250 vs champion 0.750: -0.500" in task["detail"]
+    assert not task["passed"] and "field_accuracy challenger 0.250 vs champion 0.750: fail: -0.500" in task["detail"]
     mv = registry.resolve(params, "rubricrl-extractor@challenger")
-    assert mv.tags["promotion.decision"] == "rejected: task" and mv.tags["promotion.gate.task"].startswith("FAIL")
+    assert mv.tags["promotion.decision"] == "rejected: task fail" and mv.tags["promotion.gate.task"].startswith("fail")
+    assert "n=12, MDE" in task["detail"] and "superiority" in task["detail"]
+
+
+def test_a_challenger_whose_interval_straddles_the_margin_is_inconclusive_and_stays(project):
+    params = load_params(project / "params.yaml")
+    champ = register(project, "sft")  # 2 of 4 fields on every task
+    registry.promote(params)
+    set_evals(project, grpo=[3, 1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 2])  # +1 field of 48: the old mean rule promoted this
+    chal = register(project, "grpo")
+    d = registry.promote(params)
+    task = next(g for g in d["gates"] if g["name"] == "task")
+    assert task["outcome"] == "inconclusive" and not d["promoted"] and aliases(project)["champion"] == champ
+    assert "+0.021" in task["detail"] and "n=12" in task["detail"]
+    assert registry.resolve(params, f"rubricrl-extractor/{chal}").tags["promotion.decision"] == "rejected: task inconclusive"
+    assert "**inconclusive**" in (project / registry.REPORT).read_text()
 
 
 @pytest.mark.parametrize("gate", ["rubric", "general"])
@@ -227,14 +242,15 @@ def test_registering_inside_the_pipeline_run_nests_under_it(project):
     assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
 
 
-def set_student(root: Path, right: list[int], general_passed: bool | None) -> None:
+def set_student(root: Path, right: list[int], general_passed: bool | None, gate: str = "pass") -> None:
     """The distill stage's outputs: the student, its rows on the test slice, metrics/distill.json."""
     build_tiny_model(root / "outputs/distill/student", seed=3)
     rows = _rows(right)
     (root / "outputs/distill/responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
     acc = sum(right) / (4 * len(right))
     nums = {"n": len(right), "reward_mean": float(sum(right)) / len(right), "field_accuracy": acc}
-    metrics = {"models": {"student after": {"all": nums, "in_domain": nums}}}
+    metrics = {"models": {"student after": {"all": nums, "in_domain": nums}},
+               "gate": {"outcome": gate, "line": f"divergence 0.9 -> 0.4 (fell); field accuracy vs teacher {gate}: ..."}}
     if general_passed is not None:
         metrics["general"] = {"models": {"student": {"qa": {"score": 0.5}}},
                               "gates": {"student": {"passed": general_passed,
@@ -302,11 +318,17 @@ def test_the_flow_registers_each_candidate_and_promotes_them_in_training_order(p
 
     monkeypatch.setattr(report, "gate_failures", lambda *a: [])
     (project / "outputs/rubric/report.json").write_text("{}")
-    set_student(project, [0] * 8, general_passed=True)  # the student answers nothing right
+    set_student(project, [0] * 8, general_passed=True)  # the student answers nothing right: passes its own gate
     decisions = fr.register_and_promote.fn(str(project))
     assert [(d["stage"], d["promoted"]) for d in decisions] == [("sft", True), ("grpo", True), ("student", False)]
     assert aliases(project) == {"champion": "2", "challenger": "3"}
     out = capsys.readouterr().err
     assert "version 2 (grpo) promoted to champion" in out and "version 3 (student) not promoted" in out
-    assert "FAIL task: field_accuracy challenger 0.000 vs champion 0.750" in out
+    assert "fail task: field_accuracy challenger 0.000 vs champion 0.750" in out
     assert (project / registry.REPORT).read_text().count("# Promotion") == 3
+    # A student that fails its own gate (distill) is never registered: no new version, the decision says why.
+    set_student(project, [4] * 8, general_passed=True, gate="fail")
+    decisions = fr.register_and_promote.fn(str(project))
+    assert decisions[-1]["registered"] is False and aliases(project) == {"champion": "2", "challenger": "2"}
+    assert "student not registered: its gate is fail" in capsys.readouterr().err
+    assert "the student was not registered" in (project / registry.REPORT).read_text()

@@ -199,7 +199,7 @@ def set_param(params: dict, key: str, value) -> None:
 
 
 CHANGES = [  # (what changes, the only stages `dvc status` may report)
-    ("param:eval.n_boot=2000", {"eval_task"}),
+    ("param:eval.n_boot=2000", {"eval_task", "distill"}),
     ("param:grpo.beta=0.04", {"grpo"}),
     ("param:grpo.temperature=0.7", {"rubric", "grpo"}),
     ("param:scoring.judge=openai", {"rubric", "grpo", "eval_task", "distill", "export"}),

@@ -81,8 +81,9 @@ def test_hackable_rubric_scores_the_hack_higher_while_the_true_metric_falls():
     ((10.0, 11.0), (0.6, 0.8), False),   # both up: learning
 ])
 def test_verdict(reward, accuracy, suspected):
-    mon = HackMonitor(tiny_tasks()[:1], RubricScorer(HACKABLE), HackMonitorSettings(window=1, tolerance=0.1),
-                      RollbackMonitor(SpikeDetector(RollbackSettings())), 8, decode=lambda *a: [])
+    mon = HackMonitor(tiny_tasks()[:1], RubricScorer(HACKABLE), HackMonitorSettings(every=4, window=1, tolerance=0.1),
+                      RollbackMonitor(SpikeDetector(RollbackSettings(kl_window=10, reward_window=10))), 8,
+                      decode=lambda *a: [])
     mon.history = [Evaluation(4, {"reward": reward[0], "field_accuracy": accuracy[0]})]
     verdict = mon.judge(Evaluation(8, {"reward": reward[1], "field_accuracy": accuracy[1]}))
     assert (verdict is not None) == suspected
@@ -133,3 +134,8 @@ def test_monitor_decodes_the_training_model_greedily(tiny_model, tmp_path):
     for e in logged:
         assert {"monitor/reward", "monitor/exact_object_rate", "monitor/null_for_present_rate"} <= set(e)
     assert not result["rollbacks"]
+    # Two steps: the monitor and kl_max are armed, the sized KL and reward windows cannot fill (rubricrl/train/nets.py).
+    assert {n["name"]: n["armed"] for n in result["nets"]} == {
+        "kl_max": True, "kl_ratio": False, "reward_collapse": False, "hack_monitor": True, "non_finite": True}
+    report = training_markdown(result)
+    assert "## Safety nets" in report and "| hack_monitor | yes | 1 | 2 |" in report

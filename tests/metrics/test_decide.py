@@ -1,0 +1,59 @@
+"""Decisions on intervals: pass, fail, inconclusive and uninformative; the minimum detectable difference."""
+
+import numpy as np
+import pytest
+
+from rubricrl.metrics.decide import combine, decide
+from rubricrl.metrics.paired import min_detectable, paired_difference
+
+
+def row(lo, hi, a=0.5, b=0.5, n=40, mde=0.1):
+    return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci": [lo, hi], "p": 0.5, "n": n, "mde": mde}
+
+
+@pytest.mark.parametrize("lo, hi, outcome", [(-0.04, 0.06, "pass"), (-0.30, -0.12, "fail"), (-0.15, 0.05, "inconclusive")])
+def test_non_inferiority_has_three_outcomes(lo, hi, outcome):
+    d = decide(row(lo, hi), "noninferiority", 0.1)
+    assert d.outcome == outcome and d.passed == (outcome == "pass")
+    assert "n=40, MDE 0.100" in d.line and "lower bound >= -0.1" in d.line
+
+
+@pytest.mark.parametrize("lo, hi, outcome", [(0.02, 0.10, "pass"), (-0.08, -0.01, "fail"), (-0.01, 0.09, "inconclusive")])
+def test_superiority_has_three_outcomes(lo, hi, outcome):
+    assert decide(row(lo, hi), "superiority", 0.0).outcome == outcome
+
+
+def test_an_equal_challenger_that_the_old_mean_rule_promoted_is_inconclusive():
+    # The old task gate passed when the mean difference was >= -margin: +0.008 [-0.016, +0.037] with margin 0.
+    r = row(-0.016, 0.037, a=0.426, b=0.419, n=20)
+    r["diff"] = 0.008
+    assert r["diff"] >= -0.0  # the old rule: passed
+    assert decide(r, "superiority", 0.0).outcome == "inconclusive"
+    assert decide(r, "noninferiority", 0.0).outcome == "inconclusive"
+
+
+def test_models_at_the_floor_or_ceiling_are_uninformative():
+    assert decide(row(0.0, 0.0, a=0.0, b=0.0), "noninferiority", 0.1).outcome == "uninformative"
+    assert decide(row(0.0, 0.0, a=1.0, b=1.0), "noninferiority", 0.1).outcome == "uninformative"
+    # perplexity has no floor: equal scores are a pass there
+    assert decide(row(0.0, 0.0, a=2.5, b=2.5), "noninferiority", 0.1, floor=None, ceiling=None).outcome == "pass"
+    assert combine(["pass", "uninformative"]) == "inconclusive"
+    assert combine(["pass", "inconclusive", "fail"]) == "fail" and combine(["pass", "pass"]) == "pass"
+
+
+def test_no_interval_is_inconclusive():
+    r = {"a": 0.5, "b": 0.0, "diff": 0.5, "ci": None, "p": None, "n": 1, "mde": None}
+    assert decide(r, "noninferiority", 0.1).outcome == "inconclusive"
+
+
+def test_the_minimum_detectable_difference_follows_the_normal_approximation():
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 2, 100).astype(float), rng.integers(0, 2, 100).astype(float)
+    d = a - b
+    want = (1.959964 + 0.841621) * d.std(ddof=1) / np.sqrt(100)
+    assert min_detectable(a, b, np.ones(100)) == pytest.approx(want, rel=1e-5)
+    # four times the tasks, half the detectable difference
+    assert min_detectable(np.tile(a, 4), np.tile(b, 4), np.ones(400)) == pytest.approx(want / 2, rel=0.02)
+    assert paired_difference(a, b)["mde"] == pytest.approx(want, rel=1e-5)
+    # identical models: the independent-samples bound stands in; constant scores: nothing to detect
+    assert paired_difference(a, a)["mde"] > 0 and min_detectable(np.ones(5), np.ones(5), np.ones(5)) is None
