@@ -23,8 +23,10 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from rubricrl.core.errors import ConfigError
 from rubricrl.core.yamlfile import Strict, read_mapping, validation_error
 
-# Generation engines (rubricrl.inference.generate): transformers on the profile's device, or llama.cpp on an F16 GGUF.
-Engine = Literal["transformers", "llama_cpp"]
+# Generation engines (rubricrl.inference.generate): transformers on the profile's device, or llama.cpp on an F16 GGUF;
+# auto (greedy answers): transformers on a GPU or an AVX-512 CPU, llama.cpp on an AVX2-only CPU (its portable build
+# uses AVX2 either way; measured: benchmarks/generation_engines.py, README "Speed").
+Engine = Literal["transformers", "llama_cpp", "auto"]
 
 DEFAULT_PARAMS = "params.yaml"
 OVERLAY_ENV = "RUBRICRL_PARAMS_OVERLAY"  # overlay files read on top of params.yaml by every stage (os.pathsep list)
@@ -148,7 +150,7 @@ class GRPOSettings(CommonSettings):
     top_p: float = Field(1.0, gt=0, le=1)  # nucleus sampling of the rollouts
     max_prompt_length: int = Field(1024, ge=16)  # prompts longer than this (tokens) are left out of training
     max_completion_length: int = Field(128, ge=1)  # tokens generated per completion
-    max_steps: int = Field(6, ge=1)  # optimizer steps
+    max_steps: int = Field(4, ge=1)  # optimizer steps
     save_steps: int = Field(2, ge=1)  # a checkpoint every this many steps (and at the end)
     save_total_limit: int | None = Field(3, ge=1)  # newest checkpoints kept; the last good one is always kept too
     per_device_batch_size: int = Field(4, ge=1)  # completions per device per micro-step
@@ -269,19 +271,20 @@ class EvalParams(Section):
     """eval_task: greedy generations on the test split from base, SFT and GRPO."""
 
     max_per_part: int | None = Field(25, ge=1)  # CPU: N test tasks of each part, stratified (None: all)
+    base_per_part: int | None = Field(10, ge=1)  # the base model on N of them (stratified); None: as max_per_part
     batch_size: int = Field(8, ge=1)  # prompts generated together
     max_new_tokens: int = Field(200, ge=8)  # per answer; gold answers: median 78 tokens, max 184
     n_boot: int = Field(1000, ge=100)  # bootstrap resamples for the 95% confidence intervals
     samples_table: int = Field(20, ge=0)  # sample outputs with per-criterion reasons, per model
-    engine: Engine = "transformers"  # greedy decoding: transformers (batched, the profile's device) or llama_cpp (F16 GGUF)
+    engine: Engine = "auto"  # greedy decoding: transformers (batched, the profile's device), llama_cpp (F16 GGUF), auto
 
 
 class SuiteSizes(Section):
     """Items per general suite (None: the whole suite; 0: not run; the CPU default runs a fixed prefix of each)."""
 
-    ifeval: int | None = Field(24, ge=0)  # project-written IFEval-style prompts (64, EN/ZH alternating)
+    ifeval: int | None = Field(16, ge=0)  # project-written IFEval-style prompts (64, EN/ZH alternating)
     humaneval: int | None = Field(0, ge=0)  # HumanEval (164); CPU 0: SmolLM2-135M passed 0/5 for base, SFT and GRPO (uninformative)
-    qa: int | None = Field(24, ge=0)  # project-written factual questions (80, EN/ZH alternating)
+    qa: int | None = Field(16, ge=0)  # project-written factual questions (80, EN/ZH alternating)
     perplexity: int | None = Field(16, ge=0)  # paragraphs of the held-out text (24)
 
 
@@ -338,7 +341,7 @@ class DistillParams(Section):
 
     student: str = "layers"  # "layers": the teacher's own layers (student_layers of them); else a model id/path
     student_layers: int = Field(14, ge=1)  # CPU: 14 of SmolLM2's 30 layers (~58% of its parameters)
-    layers_by: Literal["importance", "even"] = "importance"  # which teacher layers: the loss rise when each is skipped
+    layers_by: Literal["importance", "even"] = "importance"  # which teacher layers: block influence on its answers
     # The student's own gate: the divergence from the teacher on held-out test conversations fell, and its strict
     # field accuracy is not worse than the teacher's by more than this (non-inferiority on the 95% interval).
     # A student that does not pass is reported, never registered.
@@ -357,7 +360,7 @@ class DistillParams(Section):
     max_length: int = Field(1024, ge=64)
     eval_tasks: int = Field(8, ge=1)  # student before/after and teacher: N tasks of the eval's test slice, stratified
     batch_eval: int = Field(8, ge=1)
-    engine: Engine = "transformers"  # the teacher's greedy answers: transformers or llama_cpp (its F16 GGUF)
+    engine: Engine = "auto"  # the teacher's greedy answers: transformers, llama_cpp (its F16 GGUF) or auto
     device: Literal["cpu", "auto"] = "cpu"  # auto: the GPU where one is visible (hardness, GKD)
     precision: Literal["fp32", "bf16", "auto"] = "fp32"  # bf16: the teacher in bf16, bf16 mixed precision in GKD
     max_skipped_updates: int = Field(2, ge=0)  # non-finite updates skipped in a row; one more stops distillation

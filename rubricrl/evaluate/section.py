@@ -48,4 +48,12 @@ def comparison_markdown(summary: dict[str, dict[str, dict]], paired: list[dict],
                      for model, vs, part in combos])]
     if figures:
         lines += ["", "![Paired differences on the same tasks, with 95% intervals](paired.png)"]
+    lines += ["", "## What these sizes can show", "",
+              "Strict field accuracy: n paired tasks, the width of the 95% interval of the difference, and the "
+              "minimum detectable difference (MDE: 80% power, two-sided 95%): a smaller true difference is likely "
+              "to read as inconclusive.", "",
+              table(["comparison", "part", "n", "interval width", "MDE"],
+                    [[f"{model} - {vs}", part, r["n"], f"{r['ci'][1] - r['ci'][0]:.3f}" if r.get("ci") else "-",
+                      f"{r['mde']:.3f}" if r.get("mde") is not None else "-"]
+                     for model, vs, part in combos if (r := keyed.get((model, vs, part, "field_accuracy")))])]
     return "\n".join(lines) + "\n"

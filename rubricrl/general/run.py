@@ -40,7 +40,7 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
 
     cfg: GeneralParams. Greedy replies to each prompt as a single user turn, through the model's chat template."""
     from rubricrl.inference import llamacpp
-    from rubricrl.inference.generate import default_threads, greedy_chat, load_for_generation
+    from rubricrl.inference.generate import default_threads, greedy_chat, load_for_generation, resolve_engine
 
     model, tokenizer = model_and_tokenizer or load_for_generation(model_dir)
     out = {}
@@ -50,7 +50,7 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
         items = module.load(getattr(cfg.sizes, suite))
         limit = cfg.max_new_tokens[suite]
         chats = [[{"role": "user", "content": it["prompt"]}] for it in items]
-        if cfg.engine == "llama_cpp" and model_and_tokenizer is None:
+        if resolve_engine(cfg.engine) == "llama_cpp" and model_and_tokenizer is None:
             replies = llamacpp.generate_chat(model_dir, chats, limit, default_threads(), desc=f"{desc} {suite}".strip())[0]
         else:
             replies = greedy_chat(model, tokenizer, chats, batch_size=cfg.batch_size, max_new_tokens=limit,

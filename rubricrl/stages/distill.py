@@ -153,7 +153,7 @@ def run(params: Params) -> DistillResult:
             importance = None
             if cfg.layers_by == "importance":
                 teacher, _ = load_pair(TEACHER, TEACHER, cfg.device, cfg.precision)
-                importance = layer_importance(teacher, tok, conversations[:4])
+                importance = layer_importance(teacher, tok, conversations)
                 del teacher
             info = {"student": f"{cfg.student_layers}-layer SmolLM2 from the teacher's layers (by {cfg.layers_by})",
                     **build_student(TEACHER, init, cfg.student_layers, importance)}

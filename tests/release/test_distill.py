@@ -78,8 +78,7 @@ def test_importance_measures_each_layer_and_distillation_makes_the_divergence_fa
              for i in range(4)]
     t = AutoModelForCausalLM.from_pretrained(teacher)
     importance = layer_importance(t, tok, convs)
-    assert len(importance) == 4 and any(abs(x) > 1e-6 for x in importance)
-    assert len(t.model.layers) == 4 and t.config.num_hidden_layers == 4  # restored
+    assert len(importance) == 4 and all(0 < x < 2 for x in importance)
     info = build_student(teacher, tmp_path / "s", 2, importance)
     assert info["layers"] == [0, 3]
     before = sum(hardness(t, AutoModelForCausalLM.from_pretrained(tmp_path / "s"), tok, convs)) / 4

@@ -81,14 +81,14 @@ def test_the_cpu_default_arms_every_net():
     nets = armed_nets(Params().grpo)
     assert [n.name for n in nets] == list(NAMES) and all(n.armed for n in nets)
     by = {n.name: n for n in nets}
-    assert (by["kl_ratio"].first_step, by["kl_ratio"].checks) == (4, 3)
-    assert (by["reward_collapse"].first_step, by["reward_collapse"].checks) == (4, 3)
-    assert (by["hack_monitor"].first_step, by["hack_monitor"].checks) == (3, 2)
-    assert "evaluations at steps 0, 3, 6" in by["hack_monitor"].rule and "sized from max_steps" in by["kl_ratio"].rule
+    assert (by["kl_ratio"].first_step, by["kl_ratio"].checks) == (3, 2)
+    assert (by["reward_collapse"].first_step, by["reward_collapse"].checks) == (3, 2)
+    assert (by["hack_monitor"].first_step, by["hack_monitor"].checks) == (2, 2)
+    assert "evaluations at steps 0, 2, 4" in by["hack_monitor"].rule and "sized from max_steps" in by["kl_ratio"].rule
     table = nets_table([n.model_dump() for n in nets])
     assert table.splitlines()[0] == "| net | armed | from step | checks | rule |"
-    assert "| kl_ratio | yes | 4 | 3 |" in table and "| hack_monitor | yes | 3 | 2 |" in table
-    assert "| non_finite | yes | 1 | 6 | skips every non-finite update; 3 in a row roll back (from step 3) |" in table
+    assert "| kl_ratio | yes | 3 | 2 |" in table and "| hack_monitor | yes | 2 | 2 |" in table
+    assert "| non_finite | yes | 1 | 4 | skips every non-finite update; 3 in a row roll back (from step 3) |" in table
 
 
 def test_two_steps_leave_the_windows_unarmed_and_say_why():
