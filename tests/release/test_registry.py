@@ -29,6 +29,8 @@ def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     # An absolute store: MLflow caches its store per URI, so a relative one would leak between tests.
     text = (ROOT / "params.yaml").read_text().replace("sqlite:///mlruns/mlflow.db", f"sqlite:///{tmp_path}/mlruns/mlflow.db")
+    # tiny random models: their tokenizer has no GGUF conversion, so greedy answers stay on transformers
+    text = text.replace("  engine: auto            # greedy:", "  engine: transformers    # greedy:")
     (tmp_path / "params.yaml").write_text(text)
     for name in ("train", "val", "test"):
         (tmp_path / "data").mkdir(exist_ok=True)
