@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rubricrl.config import load_params
     from rubricrl.core.jsonio import read_jsonl
+    from rubricrl.core.tables import table
     from rubricrl.core.taskfile import load_tasks
     from rubricrl.evaluate.task import test_slice
     from rubricrl.inference.conversion import gguf_for
@@ -134,10 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out = args.out if args.out.is_absolute() else ROOT / args.out
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    keys = list(rows[0])
-    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
-    for r in rows:
-        print("| " + " | ".join(str(r[k]) for k in keys) + " |")
+    print(table(list(rows[0]), [list(r.values()) for r in rows]))
     return 0
 
 

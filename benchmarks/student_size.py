@@ -25,6 +25,9 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from rubricrl.core.tables import table  # noqa: E402
+
 
 def valid_json_share(path: Path) -> float:
     """Share of answers whose outermost {...} parses as a JSON object (the strict metric's first hurdle)."""
@@ -73,10 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(rows[-1]), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    keys = list(rows[0])
-    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
-    for r in rows:
-        print("| " + " | ".join(str(r[k]) for k in keys) + " |")
+    print(table(list(rows[0]), [list(r.values()) for r in rows]))
     return 0
 
 

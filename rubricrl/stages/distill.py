@@ -119,7 +119,9 @@ def general_suites(student_dir: Path, cfg, base: dict) -> dict:
 
 
 def run(params: Params) -> DistillResult:
-    from transformers import AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rubricrl.inference.hf import placement
 
     from rubricrl.release.distill import (build_student, gkd_train, hardness, layer_importance, load_pair,
                                           named_student)
@@ -152,8 +154,9 @@ def run(params: Params) -> DistillResult:
         if cfg.student == "layers":
             importance = None
             if cfg.layers_by == "importance":
-                teacher, _ = load_pair(TEACHER, TEACHER, cfg.device, cfg.precision)
-                importance = layer_importance(teacher, tok, conversations)
+                teacher = AutoModelForCausalLM.from_pretrained(TEACHER, dtype=placement(cfg.device, cfg.precision)[1])
+                importance = layer_importance(teacher.to(placement(cfg.device, cfg.precision)[0]).eval(), tok,
+                                              conversations)
                 del teacher
             info = {"student": f"{cfg.student_layers}-layer SmolLM2 from the teacher's layers (by {cfg.layers_by})",
                     **build_student(TEACHER, init, cfg.student_layers, importance)}
