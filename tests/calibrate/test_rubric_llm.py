@@ -64,7 +64,7 @@ def test_adaptive_sampling_agrees_within_a_bound_at_a_fraction_of_the_calls(llam
 def test_calibration_with_the_openai_judge_reports_consistency_and_calls(llama_server, tasks):
     cfg = judge_config(llama_server, adaptive_samples=True, warmup_verdicts=3, concurrency=1)
     params = Params.model_validate({"scoring": {"judge": "openai", "openai_judge": cfg.model_dump()},
-                                    "rubric": {"n_calibration": 3}})
+                                    "rubric": {"n_calibration": 5}})
     rubric = Rubric.model_validate(load_rubric("json_extraction").model_dump())
     cal = run_calibration(rubric, tasks, params)
     consistency = cal.report["judge_consistency"]["faithfulness"]
