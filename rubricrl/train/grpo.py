@@ -170,6 +170,11 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
     trl_patches.apply()  # score only the completion in the LM head on CPU too
     while True:
         run.args.beta = metrics.beta = beta  # GRPOTrainer reads args.beta when it is built
+        # After a rollback the redone steps draw other prompts: the sampler's shuffle is seeded per attempt. The
+        # same order would replay the same prompts with the restored RNG, so a collapse on the first redone step
+        # would repeat exactly until max_rollbacks (PaLM, too, skipped the batches around a loss spike). A resume
+        # after a crash reads the rollbacks back, so it keeps the order of the attempt it interrupted.
+        run.args.seed = s.seed + len(rollbacks)
         trainer = GRPOTrainer(model=str(run.model_dir), reward_funcs=run.mix.funcs, args=run.args,
                               train_dataset=run.dataset, callbacks=[*run.callbacks, guard, *watchers, keeper, metrics],
                               peft_config=peft_config(s.lora))

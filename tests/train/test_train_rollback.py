@@ -16,6 +16,7 @@ from rubricrl.train.grpo import STATE_FILE, train_grpo
 from rubricrl.train.section import training_markdown
 from rubricrl.train.rollback import SpikeDetector, TrainingError, last_good_step
 from rubricrl.config import RollbackSettings
+from rubricrl.reward.functions import RubricReward
 from tests.train_helpers import FakeKL, rubric_reward, tiny_settings, tiny_tasks
 
 
@@ -47,12 +48,31 @@ class RestoreProbe(TrainerCallback):
                              "optimizer_equal": optimizer_equal, "n_tensors": len(saved)})
 
 
+class SeenTasks(RubricReward):
+    """The reward, recording which tasks each scored step drew (attempt by attempt, in order)."""
+
+    def __init__(self, base: RubricReward):
+        super().__init__(base.scorer, base.tasks)
+        self.seen: list[tuple[int, tuple[str, ...]]] = []
+
+    def score(self, completions: list, **columns):
+        row = (columns["trainer_state"].global_step + 1, tuple(sorted(set(map(str, columns["task_id"])))))
+        if not self.seen or self.seen[-1] != row:
+            self.seen.append(row)
+        return super().score(completions, **columns)
+
+
 def test_spike_restores_last_good_checkpoint_and_raises_beta(tiny_model, tmp_path):
     probe = RestoreProbe(tiny_model)
     # save_total_limit=1: only the pruning guard keeps checkpoint-1 alive until the spike at step 3.
-    settings = tiny_settings(max_steps=6, save_total_limit=1)
-    result = train_grpo(tiny_model, tiny_tasks(), tmp_path / "run", settings, rubric_reward(),
+    settings = tiny_settings(max_steps=6, save_total_limit=1, general_share=0.0)
+    reward = SeenTasks(rubric_reward())
+    result = train_grpo(tiny_model, tiny_tasks(), tmp_path / "run", settings, reward,
                         callbacks=[FakeKL(3, 3, times=1), probe])
+    # The redone steps 2-3 drew other prompts than the rolled-back ones (the shuffle is seeded per attempt).
+    steps = [step for step, _ in reward.seen]
+    assert steps == [1, 2, 3, 2, 3, 4, 5, 6], reward.seen
+    assert [ids for _, ids in reward.seen[1:3]] != [ids for _, ids in reward.seen[3:5]], reward.seen
 
     [rb] = result["rollbacks"]
     # KL logged at step 3 is measured on the weights after step 2, so checkpoint-2 is condemned too.
