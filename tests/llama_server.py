@@ -6,7 +6,6 @@ llama-cpp-python[server] is a declared test dependency, so a missing one fails t
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import sys
 import tempfile
@@ -35,9 +34,7 @@ def start_server(port: int, *extra_args: str, log: Path) -> subprocess.Popen:
     """Start llama_cpp.server on 127.0.0.1:port without waiting for it; output goes to `log`."""
     assert importlib.util.find_spec("llama_cpp") is not None, "llama-cpp-python[server] is not installed"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", gguf_path(), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048", "--verbose", "False",
-           # every core for decoding too (llama_cpp.server decodes on half of them by default): the callers wait
-           "--n_threads", str(os.cpu_count() or 1), *extra_args]
+           "--port", str(port), "--n_ctx", "2048", "--verbose", "False", *extra_args]
     with open(log, "wb") as out:
         return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
 
