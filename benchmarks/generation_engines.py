@@ -4,8 +4,9 @@
     python benchmarks/generation_engines.py --model outputs/grpo/model --tasks 20 --samples-tasks 6
 
 Two workloads, each on the same model, prompts and threads, one engine after the other:
-  greedy   the eval: transformers batches of --batch-size (longest prompts first) vs llama.cpp one prompt at a
-           time; speed-up and how many greedy answers are identical.
+  greedy   the eval: transformers batches of --batch-size (longest prompts first), llama.cpp one prompt at a
+           time, and llama.cpp with --batch-size sequences decoding together (continuous batching, the stages'
+           setting); speed-ups and how many greedy answers are identical.
   samples  the rubric stage's policy samples: k completions per task at GRPO's temperature; transformers
            repeats each prompt k times in a batch, llama.cpp processes it once and reuses its KV cache.
 Times exclude loading and the one-off GGUF conversion (printed apart). Use an idle machine: both engines
@@ -50,12 +51,17 @@ def main() -> None:
 
     hf, hf_stats = generate_with_stats(a.model, test, batch_size=a.batch_size, max_new_tokens=a.max_new_tokens,
                                        threads=threads, desc="transformers")
-    lc, lc_stats = generate_with_stats(a.model, test, max_new_tokens=a.max_new_tokens, threads=threads,
+    lc, lc_stats = generate_with_stats(a.model, test, batch_size=1, max_new_tokens=a.max_new_tokens, threads=threads,
                                        desc="llama.cpp", engine="llama_cpp")
+    lb, lb_stats = generate_with_stats(a.model, test, batch_size=a.batch_size, max_new_tokens=a.max_new_tokens,
+                                       threads=threads, desc="llama.cpp batched", engine="llama_cpp")
     same = sum(x == y for x, y in zip(hf, lc))
     result = {"model": a.model, "threads": threads, "gguf_convert_s": round(convert_s, 1), "greedy": {
         "tasks": len(test), "transformers": hf_stats.to_dict(), "llama_cpp": lc_stats.to_dict(),
-        "speedup": round(hf_stats.seconds / lc_stats.seconds, 2), "identical": same}}
+        "llama_cpp_batched": lb_stats.to_dict(),
+        "speedup": round(hf_stats.seconds / lc_stats.seconds, 2), "identical": same,
+        "batched_vs_one": round(lc_stats.seconds / lb_stats.seconds, 2),
+        "batched_identical_to_one": sum(x == y for x, y in zip(lb, lc))}}
     if a.samples_tasks:
         val = load_tasks("data/val.jsonl")[: a.samples_tasks]
         _, hs = sample_responses(a.model, val, a.k, a.temperature, 128, threads=threads)
@@ -68,6 +74,8 @@ def main() -> None:
         Path(a.out).write_text(text + "\n")
     g = result["greedy"]
     print(f"greedy: llama.cpp {g['speedup']}x transformers, {same}/{len(test)} answers identical", file=sys.stderr)
+    print(f"greedy: llama.cpp batched {g['batched_vs_one']}x one at a time, {g['batched_identical_to_one']}/{len(test)} "
+          "answers identical", file=sys.stderr)
     if "samples" in result:
         print(f"samples: llama.cpp {result['samples']['speedup']}x transformers", file=sys.stderr)
 

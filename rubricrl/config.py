@@ -301,7 +301,7 @@ class GeneralParams(Section):
     """eval_general: base, SFT and GRPO on general suites; the gate is each suite's drop vs base."""
 
     sizes: SuiteSizes = SuiteSizes()
-    engine: Engine = "llama_cpp"  # greedy replies: transformers batches, or llama.cpp one prompt at a time (F16 GGUF)
+    engine: Engine = "llama_cpp"  # greedy replies: transformers batches, or llama.cpp continuous batching (F16 GGUF)
     batch_size: int = Field(8, ge=1)
     max_new_tokens: dict[Literal["ifeval", "humaneval", "qa"], int] = {"ifeval": 128, "humaneval": 192, "qa": 48}
     code_timeout_s: float = Field(5.0, gt=0)  # per program, in the sandbox

@@ -51,7 +51,8 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
         limit = cfg.max_new_tokens[suite]
         chats = [[{"role": "user", "content": it["prompt"]}] for it in items]
         if resolve_engine(cfg.engine) == "llama_cpp" and model_and_tokenizer is None:
-            replies = llamacpp.generate_chat(model_dir, chats, limit, default_threads(), desc=f"{desc} {suite}".strip())[0]
+            replies = llamacpp.generate_chat(model_dir, chats, limit, default_threads(), desc=f"{desc} {suite}".strip(),
+                                             batch=cfg.batch_size)[0]
         else:
             replies = greedy_chat(model, tokenizer, chats, batch_size=cfg.batch_size, max_new_tokens=limit,
                                   desc=f"{desc} {suite}".strip())

@@ -42,7 +42,7 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
     tokens are decoded, special tokens skipped. `model_and_tokenizer` reuses an already loaded pair
     (as returned by load_for_generation, or a model being trained, used where it is) instead of loading
     `model_dir` on `placement(device, precision)`. engine "llama_cpp" decodes an F16 GGUF of `model_dir`
-    one prompt at a time instead (rubricrl.inference.llamacpp; batch_size, device and precision do not apply).
+    instead, batch_size sequences together (rubricrl.inference.llamacpp; device and precision do not apply).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -53,8 +53,10 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
     if resolve_engine(engine, device) == "llama_cpp" and model_and_tokenizer is None:
         from rubricrl.inference import llamacpp
 
-        out, new_tokens, truncated, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, desc=desc)
-        return [o[0] for o in out], GenerationStats(len(tasks), new_tokens, truncated, seconds, 1, max_new_tokens, threads)
+        out, new_tokens, truncated, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, desc=desc,
+                                                                batch=batch_size)
+        return [o[0] for o in out], GenerationStats(len(tasks), new_tokens, truncated, seconds, batch_size,
+                                                    max_new_tokens, threads)
     with torch_threads(threads):
         model, tokenizer = model_and_tokenizer or load_for_generation(model_dir, device, precision)
         start = time.perf_counter()

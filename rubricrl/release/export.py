@@ -181,11 +181,13 @@ def strict_and_reward(tasks: Sequence[Task], responses: Sequence[str], scorer) -
 
 
 def verify_gguf(path: str | Path, model_dir: str | Path, tasks: Sequence[Task], scorer, max_new_tokens: int,
-                threads: int) -> dict:
-    """Reload a GGUF and score its greedy answers; raises ExportError naming the file when it does not load."""
+                threads: int, batch: int = 1) -> dict:
+    """Reload a GGUF and score its greedy answers (`batch` decoding together); raises ExportError naming the file
+    when it does not load."""
     path = Path(path)
     try:
-        out, new_tokens, truncated, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, gguf=path)
+        out, new_tokens, truncated, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, gguf=path,
+                                                                batch=batch)
     except (conversion.EngineError, ValueError, OSError) as err:  # llama.cpp raises ValueError on a bad file
         raise ExportError(f"{path}: verification failed: {err}") from None
     scored = strict_and_reward(tasks, [o[0] for o in out], scorer)

@@ -183,7 +183,8 @@ def run(params: Params) -> DistillResult:
         by_model = {}
         for name, model_dir in (("student before", init), ("student after", Path(PATHS.student))):
             responses, _ = generate_with_stats(model_dir, tests, batch_size=cfg.batch_eval,
-                                               max_new_tokens=cfg.max_new_tokens, desc=f"eval {name}")
+                                               max_new_tokens=cfg.max_new_tokens, desc=f"eval {name}",
+                                               engine=cfg.engine)
             metrics = evaluate_responses(tests, responses, scorer)
             by_model[name] = numbers(metrics)
         # The distilled student's answers, in the eval's row format: the export stage's retention baseline.

@@ -132,7 +132,7 @@ def run(params: Params) -> ExportResult:
 
             def gguf(kind: str, path: Path) -> dict:
                 quantize(gguf_for(model_dir, "f16"), path, kind, threads)
-                a = verify_gguf(path, model_dir, tasks, scorer, cfg.max_new_tokens, threads)
+                a = verify_gguf(path, model_dir, tasks, scorer, cfg.max_new_tokens, threads, params.eval.batch_size)
                 return a | {"tokens_per_s": tokens_per_s_gguf(path, model_dir, speed, cfg.speed_tokens, threads)}
 
             def gptq(path: Path) -> dict:

@@ -38,6 +38,29 @@ def test_greedy_answers_match_transformers(smol_tiny):
     assert len(list(conversion.cache_dir().glob("*.gguf"))) == 2  # f32 and f16, each converted once
 
 
+def test_batched_greedy_answers_match_one_at_a_time(smol_tiny):
+    """Continuous batching: 5 prompts through 2 slots (each slot reused, sequences of different lengths live
+    together) give the one-prompt-at-a-time answers, token for token, in input order."""
+    tasks = (tiny_tasks() * 2)[:5]
+    one, new_one, trunc_one, _ = llamacpp.generate(smol_tiny, tasks, 24, threads=2, outtype="f32")
+    two, new_two, trunc_two, _ = llamacpp.generate(smol_tiny, tasks, 24, threads=2, outtype="f32", batch=2)
+    assert two == one and (new_two, trunc_two) == (new_one, trunc_one)
+    assert len({o[0] for o in one}) == 3 and new_one == 5 * 24
+    # Sequences that end early free their slot for the next prompt: an end token taken from one answer
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(smol_tiny))
+    prompts = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in llamacpp.prompt_texts(tokenizer, tasks)]
+    gguf = conversion.gguf_for(smol_tiny, "f32")
+    full = llamacpp.greedy_batched(gguf, prompts, set(), 24, 2, slots=1, n_ctx=256)
+    end = full[0][5]
+    cut = [row[:row.index(end) + 1] if end in row else row for row in full]
+    assert llamacpp.greedy_batched(gguf, prompts, {end}, 24, 2, slots=2, n_ctx=256) == cut
+    assert 0 < sum(len(r) < 24 for r in cut) < 5  # some end early, some run to the limit
+    with pytest.raises(ValueError, match="batch must be >= 1"):
+        llamacpp.generate(smol_tiny, tasks, 4, threads=2, batch=0)
+
+
 def test_samples_differ_per_draw_and_repeat_per_seed(smol_tiny):
     tasks = tiny_tasks()[:2]
     a, stats = sample_responses(smol_tiny, tasks, k=3, temperature=1.0, max_new_tokens=12, seed=5, engine="llama_cpp")
