@@ -6,10 +6,11 @@ importance matrix, scored on a stratified test slice against the source's own an
 
 `--run-dir` is a finished `make run` checkout: the source is its GRPO policy (outputs/grpo/model), the tasks the
 eval's stratified test slice (eval.max_per_part per part, data/test.jsonl), and the source's answers on them the
-eval stage's (outputs/eval/grpo/responses.jsonl, HF greedy). Each artifact is made from the F16 GGUF (the
-converter the export stage uses), reloaded with llama.cpp, answers every task greedily, and is scored with the
-strict metric: field accuracy, its paired difference with the source (95% bootstrap interval, n, MDE), retention
-(artifact / source), valid answers, size and decode tokens/s. The importance matrix is computed by llama.cpp's
+eval stage's (outputs/eval/grpo/responses.jsonl). Each artifact is made from the F16 GGUF (the
+converter the export stage uses), reloaded with llama.cpp, answers every task greedily (eval.batch_size sequences
+decoding together), and is scored with the strict metric: field accuracy, its paired difference with the source
+(95% bootstrap interval, n, MDE), retention (artifact / source), valid answers, size and tokens/s one prompt at a
+time (export.speed_tasks prompts, export.speed_tokens tokens each, as the export stage measures). The importance matrix is computed by llama.cpp's
 llama-imatrix (built once per machine by scripts/llama_tools.sh) on the chat-formatted training prompts with
 their gold answers (the distribution the policy serves), and applied by llama-quantize.
 """
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from rubricrl.inference.generate import default_threads
     from rubricrl.metrics.decide import decide
     from rubricrl.metrics.paired import paired_difference
-    from rubricrl.release.export import quantize, strict_and_reward, verify_gguf
+    from rubricrl.release.export import quantize, strict_and_reward, tokens_per_s_gguf, verify_gguf
     from rubricrl.reward.load import load_rubric
     from rubricrl.reward.scoring import RubricScorer
 
@@ -120,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             p.ftype, p.nthread = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{FTYPE[kind]}"), threads
             if llama_cpp.llama_model_quantize(str(f16).encode(), str(path).encode(), ctypes.byref(p)) != 0:
                 raise SystemExit(f"{path}: quantization to {kind} failed")
-        got = verify_gguf(path, model_dir, tasks, scorer, params.eval.max_new_tokens, threads)
+        got = verify_gguf(path, model_dir, tasks, scorer, params.eval.max_new_tokens, threads, params.eval.batch_size)
+        speed = tokens_per_s_gguf(path, model_dir, tasks[:params.export.speed_tasks], params.export.speed_tokens, threads)
         num_a = [r["right"] for r in got["rows"]]
         num_b = [r["right"] for r in source["rows"]]
         den = [r["fields"] for r in source["rows"]]
@@ -130,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                      "field_accuracy": round(got["field_accuracy"], 4), "vs_source": d.line,
                      "retention": round(got["field_accuracy"] / source["field_accuracy"], 3),
                      "valid": sum(r["present"] > 0 for r in got["rows"]),
-                     "tokens_per_s": round(got["tokens"] / got["seconds"], 1) if got["seconds"] else None})
+                     "tokens_per_s": round(speed, 1)})
         print(json.dumps(rows[-1], ensure_ascii=False), flush=True)
     args.out = args.out if args.out.is_absolute() else ROOT / args.out
     args.out.parent.mkdir(parents=True, exist_ok=True)

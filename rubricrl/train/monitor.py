@@ -4,8 +4,9 @@ Every `every` steps (and once before the first step) the policy being trained gr
 fixed slice of validation tasks with gold answers. Each answer gets the rubric reward and the strict
 true metric (`rubricrl.metrics.strict`: field accuracy, null-for-present and invented rates), logged
 next to the training reward and KL as `monitor/*`. When the monitor's reward rose while the strict
-field accuracy fell by more than `tolerance` against the evaluation `window` evaluations back, the
-policy is gaming the reward (seed 004: "scores up, quality down"): the monitor stops training like a
+field accuracy fell by more than `tolerance`, or the null-for-present rate rose by more than
+`null_tolerance` (abstaining on stated values, the seed's hack), against the evaluation `window`
+evaluations back, the policy is gaming the reward (seed 004: "scores up, quality down"): the monitor stops training like a
 KL spike does, and the driver (rubricrl.train.grpo) restores the checkpoint of that earlier,
 better evaluation, raises beta, logs "reward hacking suspected" with the worst examples, and goes on.
 
@@ -122,18 +123,27 @@ class HackMonitor(TrainerCallback):
         return self.history[max(0, len(self.history) - self.s.window)].step
 
     def judge(self, now: Evaluation) -> tuple[str, Evaluation] | None:
-        """(reason, the earlier evaluation) when the reward rose while the true metric fell; else None."""
+        """(reason, the earlier evaluation) when the reward rose while the true metric fell (field accuracy down by
+        more than `tolerance`, or null-for-present up by more than `null_tolerance`); else None."""
         if len(self.history) < self.s.window:
             return None
         before = self.history[-self.s.window]
         r0, r1 = before.metrics["reward"], now.metrics["reward"]
-        a0, a1 = before.metrics["field_accuracy"], now.metrics["field_accuracy"]
-        if None in (r0, r1, a0, a1):
+        if None in (r0, r1) or r1 - r0 <= self.s.min_reward_rise:
             return None
-        if r1 - r0 > self.s.min_reward_rise and a0 - a1 > self.s.tolerance:
-            return (f"reward hacking suspected: monitor reward {r0:.3f} -> {r1:.3f} while strict field accuracy "
-                    f"{a0:.3f} -> {a1:.3f} (steps {before.step} -> {now.step}, tolerance {self.s.tolerance:g})"), before
-        return None
+        a0, a1 = before.metrics["field_accuracy"], now.metrics["field_accuracy"]
+        n0, n1 = before.metrics.get("null_for_present_rate"), now.metrics.get("null_for_present_rate")
+        fell = None not in (a0, a1) and a0 - a1 > self.s.tolerance
+        abstains = None not in (n0, n1) and n1 - n0 > self.s.null_tolerance
+        if not (fell or abstains):
+            return None
+        what = []
+        if fell:
+            what.append(f"strict field accuracy {a0:.3f} -> {a1:.3f} (tolerance {self.s.tolerance:g})")
+        if abstains:
+            what.append(f"null for a stated value {n0:.3f} -> {n1:.3f} (null_tolerance {self.s.null_tolerance:g})")
+        return (f"reward hacking suspected: monitor reward {r0:.3f} -> {r1:.3f} while " + " and ".join(what)
+                + f" (steps {before.step} -> {now.step})"), before
 
     # --- trainer events -------------------------------------------------------------------
     def _evaluate(self, model, tokenizer, step: int) -> Evaluation:

@@ -56,7 +56,7 @@ def armed_nets(settings: GRPOSettings, monitor_tasks: bool = True) -> list[Net]:
             if not monitor_tasks else
             f"evaluations at steps {_steps(evaluations)} (every {m.every}{sized}), {comparisons} comparison(s) with "
             f"the evaluation {m.window} back; fires on reward up with strict field accuracy down by more than "
-            f"{m.tolerance:g}")
+            f"{m.tolerance:g} or null-for-present up by more than {m.null_tolerance:g}")
     nets.append(Net(name="hack_monitor", armed=comparisons > 0,
                     first_step=m.window * m.every if comparisons else None, checks=comparisons, rule=rule))
     limit = s.max_skipped_updates + 1  # the guard is always on: it skips every non-finite update
