@@ -24,8 +24,8 @@ from rubricrl.core.errors import ConfigError
 from rubricrl.core.yamlfile import Strict, read_mapping, validation_error
 
 # Generation engines (rubricrl.inference.generate): transformers on the profile's device, or llama.cpp on an F16 GGUF;
-# auto (greedy answers): transformers on a GPU or an AVX-512 CPU, llama.cpp on an AVX2-only CPU (its portable build
-# uses AVX2 either way; measured: benchmarks/generation_engines.py, README "Speed").
+# auto (greedy answers): transformers on a GPU, llama.cpp on a CPU (continuous batching; measured 1.99x HF batches on
+# AVX2 and 2.06x on AVX-512: benchmarks/generation_engines.py, README "Speed").
 Engine = Literal["transformers", "llama_cpp", "auto"]
 
 DEFAULT_PARAMS = "params.yaml"
