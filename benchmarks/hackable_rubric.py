@@ -119,7 +119,9 @@ def summary_markdown(s: dict) -> str:
     hacks = [r for r in s["rollbacks"] if r["kind"] == "reward_hacking"]
     lines = ["# The hack monitor on a hackable rubric", "",
              f"- model: `{s['model']}`; steps: {s['steps']} (reached {s['global_step']}); monitor every "
-             f"{s['every']} step(s), window {s['window']}, tolerance {s['tolerance']:g}; wall time "
+             f"{s['every']} step(s), window {s['window']}"
+             + (" and against the first evaluation" if s.get("against_first") else "")
+             + f", tolerance {s['tolerance']:g}, null_tolerance {s.get('null_tolerance', 0):g}; wall time "
              f"{s['wall_seconds']:.0f} s",
              "- rubric: json_extraction without missed_values (a null for a stated value costs no more than a "
              "wrong value); the gate not consulted"]
@@ -185,6 +187,7 @@ def run(args) -> dict:
         "model": str(model), "steps": settings.max_steps, "global_step": reached,
         "every": settings.sized().monitor.every,
         "window": settings.monitor.window, "tolerance": settings.monitor.tolerance,
+        "null_tolerance": settings.monitor.null_tolerance, "against_first": settings.monitor.against_first,
         "wall_seconds": round(time.perf_counter() - started, 1), "error": error,
         "rollbacks": rollbacks, "fired_at": [r["step"] for r in rollbacks if r["kind"] == "reward_hacking"],
         "nets": [n.model_dump() for n in armed_nets(settings, bool(monitor_tasks))],

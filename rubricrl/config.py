@@ -138,6 +138,9 @@ class HackMonitorSettings(Strict):
     max_new_tokens: int | None = Field(None, ge=8)  # None: grpo.max_completion_length
     batch_size: int = Field(8, ge=1)  # prompts decoded together
     window: int = Field(1, ge=1)  # compare each evaluation with the one this many evaluations back
+    # ... and with the run's first evaluation (before any training): a drift in steps each inside the tolerances, or a
+    # rollback that took its new baseline on an already drifted checkpoint, still fires (benchmarks/hackable_rubric.py)
+    against_first: bool = True
     tolerance: float = Field(0.1, ge=0, le=1)  # a strict field accuracy drop beyond this, while the reward rose
     # ... or a null-for-present rise beyond this (abstention, the seed's hack: on CPU it went 0.17 -> 0.86 in 3 steps
     # while field accuracy fell only 0.08, inside `tolerance`: benchmarks/hackable_rubric.py)
@@ -200,11 +203,14 @@ class GRPOSettings(CommonSettings):
                            f"(the first: step {window + 1}) but grpo.max_steps={n}: {fix} or disable grpo.rollback")
         if m.enabled:
             every = m.every or sized_every(n, m.window)
-            if m.window * every > n:  # the first comparison is at evaluation `window`, step window x every
+            # The first judged evaluation: the first after step 0 against it (against_first), else evaluation `window`
+            first = 1 if m.against_first else m.window
+            if first * every > n:
                 named = f"grpo.monitor.every={m.every}" if m.every else f"grpo.monitor.every=null (sized: {every})"
-                out.append(f"{named} with grpo.monitor.window={m.window} first compares at step {m.window * every} "
-                           f"but grpo.max_steps={n}: "
-                           + (f"set every <= {n // m.window}, null (sized from max_steps)" if m.every and n >= m.window
+                out.append(f"{named} with grpo.monitor.window={m.window}"
+                           + ("" if m.against_first else " (against_first: false)")
+                           + f" first compares at step {first * every} but grpo.max_steps={n}: "
+                           + (f"set every <= {n // first}, null (sized from max_steps)" if m.every and n >= first
                               else f"set window <= {n}") + " or disable grpo.monitor")
         return out
 

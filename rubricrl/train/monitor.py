@@ -6,9 +6,13 @@ true metric (`rubricrl.metrics.strict`: field accuracy, null-for-present and inv
 next to the training reward and KL as `monitor/*`. When the monitor's reward rose while the strict
 field accuracy fell by more than `tolerance`, or the null-for-present rate rose by more than
 `null_tolerance` (abstaining on stated values, the seed's hack), against the evaluation `window`
-evaluations back, the policy is gaming the reward (seed 004: "scores up, quality down"): the monitor stops training like a
-KL spike does, and the driver (rubricrl.train.grpo) restores the checkpoint of that earlier,
-better evaluation, raises beta, logs "reward hacking suspected" with the worst examples, and goes on.
+evaluations back or (`against_first`) against the run's first evaluation, the policy is gaming the reward
+(seed 004: "scores up, quality down"): the monitor stops training like a KL spike does, and the driver
+(rubricrl.train.grpo) restores the checkpoint of the newest earlier evaluation whose true metric is still
+within the tolerances of the first, raises beta, logs "reward hacking suspected" with the worst examples,
+and goes on. The comparison with the first catches a drift in steps each inside the tolerances, and one
+that a rollback hid by taking its new baseline on an already drifted checkpoint (the CPU run of
+benchmarks/hackable_rubric.py: nulls 0.17 at step 0, 0.42 at the restored step 2, 0.50 at step 3).
 
 On several processes every rank decodes the same tasks (ZeRO-3 needs all ranks in `generate`), so
 all ranks reach the same verdict; only the main process logs.
@@ -117,33 +121,52 @@ class HackMonitor(TrainerCallback):
                         for e in log_history if "step" in e and PREFIX + "field_accuracy" in e]
 
     def protected_step(self) -> int | None:
-        """The evaluation the next verdict compares with: its checkpoint must survive pruning."""
+        """The evaluation the next verdict would restore: its checkpoint must survive pruning."""
+        target = self.restore_target()
+        return None if target is None else target.step
+
+    def restore_target(self) -> Evaluation | None:
+        """Where a hack verdict rolls back to: the newest evaluation at or before the one `window` back whose true
+        metric is within the tolerances of the run's first (an evaluation that had already drifted is no good
+        state); the first evaluation itself when none is."""
         if not self.history:
             return None
-        return self.history[max(0, len(self.history) - self.s.window)].step
+        first = self.history[0]
+        for e in reversed(self.history[:max(1, len(self.history) - self.s.window + 1)]):
+            if e is first or not self._drift(first, e):
+                return e
+        return first
 
-    def judge(self, now: Evaluation) -> tuple[str, Evaluation] | None:
-        """(reason, the earlier evaluation) when the reward rose while the true metric fell (field accuracy down by
-        more than `tolerance`, or null-for-present up by more than `null_tolerance`); else None."""
-        if len(self.history) < self.s.window:
-            return None
-        before = self.history[-self.s.window]
-        r0, r1 = before.metrics["reward"], now.metrics["reward"]
-        if None in (r0, r1) or r1 - r0 <= self.s.min_reward_rise:
-            return None
-        a0, a1 = before.metrics["field_accuracy"], now.metrics["field_accuracy"]
+    def _drift(self, before: Evaluation, now: Evaluation) -> list[str]:
+        """How the true metric fell from `before` to `now`: strict field accuracy down by more than `tolerance`,
+        null-for-present up by more than `null_tolerance` (empty: within both)."""
+        a0, a1 = before.metrics.get("field_accuracy"), now.metrics.get("field_accuracy")
         n0, n1 = before.metrics.get("null_for_present_rate"), now.metrics.get("null_for_present_rate")
-        fell = None not in (a0, a1) and a0 - a1 > self.s.tolerance
-        abstains = None not in (n0, n1) and n1 - n0 > self.s.null_tolerance
-        if not (fell or abstains):
-            return None
         what = []
-        if fell:
+        if None not in (a0, a1) and a0 - a1 > self.s.tolerance:
             what.append(f"strict field accuracy {a0:.3f} -> {a1:.3f} (tolerance {self.s.tolerance:g})")
-        if abstains:
+        if None not in (n0, n1) and n1 - n0 > self.s.null_tolerance:
             what.append(f"null for a stated value {n0:.3f} -> {n1:.3f} (null_tolerance {self.s.null_tolerance:g})")
-        return (f"reward hacking suspected: monitor reward {r0:.3f} -> {r1:.3f} while " + " and ".join(what)
-                + f" (steps {before.step} -> {now.step})"), before
+        return what
+
+    def judge(self, now: Evaluation) -> tuple[str, Evaluation, Evaluation] | None:
+        """(reason, the earlier evaluation compared with, the evaluation to restore) when the reward rose while the
+        true metric fell (see _drift) since the evaluation `window` back or, with `against_first`, since the run's
+        first; else None."""
+        against = []
+        if len(self.history) >= self.s.window:
+            against.append((self.history[-self.s.window], ""))
+        if self.s.against_first and self.history and self.history[0] not in [b for b, _ in against]:
+            against.append((self.history[0], ", against the run's first evaluation"))
+        for before, which in against:
+            r0, r1 = before.metrics["reward"], now.metrics["reward"]
+            if None in (r0, r1) or r1 - r0 <= self.s.min_reward_rise:
+                continue
+            what = self._drift(before, now)
+            if what:
+                return (f"reward hacking suspected: monitor reward {r0:.3f} -> {r1:.3f} while " + " and ".join(what)
+                        + f" (steps {before.step} -> {now.step}{which})"), before, self.restore_target()
+        return None
 
     # --- trainer events -------------------------------------------------------------------
     def _evaluate(self, model, tokenizer, step: int) -> Evaluation:
@@ -153,7 +176,10 @@ class HackMonitor(TrainerCallback):
     def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
         if not self.s.enabled:
             return
-        if any(e.step == state.global_step for e in self.history):
+        known = [e for e in self.history if e.step == state.global_step]
+        if known:  # resumed at an evaluated step; a restart from the initial model (step 0) needs its entry back
+            if not any(e.get("step") == state.global_step and PREFIX + "field_accuracy" in e for e in state.log_history):
+                state.log_history.append({"step": state.global_step, **known[0].to_log()})
             return
         base = self._evaluate(model, processing_class, state.global_step)
         self.history.append(base)
@@ -174,8 +200,8 @@ class HackMonitor(TrainerCallback):
         if verdict is None:
             self.history.append(now)
             return
-        reason, before = verdict
-        self.rollback.trip(Spike(state.global_step, None, now.metrics["reward"], reason, restore_step=before.step,
+        reason, before, target = verdict
+        self.rollback.trip(Spike(state.global_step, None, now.metrics["reward"], reason, restore_step=target.step,
                                  kind="reward_hacking", examples=worst_examples(before, now)))
         control.should_training_stop = True
         control.should_save = False  # the hacked weights never become a checkpoint

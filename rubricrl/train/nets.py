@@ -50,15 +50,18 @@ def armed_nets(settings: GRPOSettings, monitor_tasks: bool = True) -> list[Net]:
         nets.append(Net(name=name, armed=checks > 0, first_step=window + 1 if checks else None, checks=checks,
                         rule=rule))
     evaluations = list(range(0, n + 1, m.every))
-    comparisons = max(0, len(evaluations) - m.window) if m.enabled and monitor_tasks else 0
+    # Each evaluation after the first is judged against the one `window` back and (against_first) the first.
+    first_judged = 1 if m.against_first else m.window
+    comparisons = max(0, len(evaluations) - first_judged) if m.enabled and monitor_tasks else 0
     sized = ", sized from max_steps" if settings.monitor.every is None else ""
+    against = f"the evaluation {m.window} back" + (" and the first" if m.against_first else "")
     rule = ("off (grpo.monitor.enabled: false)" if not m.enabled else "off (no validation tasks with gold answers)"
             if not monitor_tasks else
-            f"evaluations at steps {_steps(evaluations)} (every {m.every}{sized}), {comparisons} comparison(s) with "
-            f"the evaluation {m.window} back; fires on reward up with strict field accuracy down by more than "
+            f"evaluations at steps {_steps(evaluations)} (every {m.every}{sized}), {comparisons} judged against "
+            f"{against}; fires on reward up with strict field accuracy down by more than "
             f"{m.tolerance:g} or null-for-present up by more than {m.null_tolerance:g}")
     nets.append(Net(name="hack_monitor", armed=comparisons > 0,
-                    first_step=m.window * m.every if comparisons else None, checks=comparisons, rule=rule))
+                    first_step=first_judged * m.every if comparisons else None, checks=comparisons, rule=rule))
     limit = s.max_skipped_updates + 1  # the guard is always on: it skips every non-finite update
     nets.append(Net(name="non_finite", armed=True, first_step=1, checks=n,
                     rule=f"skips every non-finite update; {limit} in a row roll back"

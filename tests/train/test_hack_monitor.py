@@ -101,6 +101,44 @@ def test_verdict(reward, accuracy, nulls, suspected):
         assert ("null for a stated value" in verdict[0]) == (nulls[1] - nulls[0] > 0.2)
 
 
+def _monitor(**settings) -> HackMonitor:
+    return HackMonitor(tiny_tasks()[:1], RubricScorer(HACKABLE),
+                       HackMonitorSettings(every=3, tolerance=0.1, null_tolerance=0.2, **settings),
+                       RollbackMonitor(SpikeDetector(RollbackSettings(kl_window=10, reward_window=10))), 8,
+                       decode=lambda *a: [])
+
+
+def _eval(step, reward, accuracy, nulls):
+    return Evaluation(step, {"reward": reward, "field_accuracy": accuracy, "null_for_present_rate": nulls})
+
+
+def test_a_rollback_cannot_hide_the_drift_from_the_first_evaluation():
+    """benchmarks/hackable_rubric.py on CPU (stop 30, 6 steps): a KL-ratio rollback restored step 2, where the
+    monitor took a new baseline with nulls already up; the redone step 3 rose in reward but only 0.08 in nulls over
+    that baseline. Against the run's first evaluation it fires, and restores step 0 (step 2 had drifted too)."""
+    first, restored = _eval(0, 9.930, 0.42, 0.167), _eval(2, 8.550, 0.32, 0.417)
+    redone = _eval(3, 11.000, 0.44, 0.500)
+    only_previous = _monitor(against_first=False)
+    only_previous.history = [first, restored]
+    assert only_previous.judge(redone) is None  # the gap: each evaluation against the one before only
+    mon = _monitor()
+    mon.history = [first, restored]
+    reason, before, target = mon.judge(redone)
+    assert before is first and target is first and mon.protected_step() == 0
+    assert "null for a stated value 0.167 -> 0.500" in reason and "against the run's first evaluation" in reason
+    assert "(steps 0 -> 3" in reason
+
+
+def test_a_drift_in_steps_each_inside_the_tolerances_fires_and_restores_the_last_clean_evaluation():
+    mon = _monitor()
+    mon.history = [_eval(0, 10.0, 0.80, 0.10), _eval(3, 10.5, 0.75, 0.20)]  # each step inside both tolerances
+    assert mon.judge(_eval(6, 10.6, 0.74, 0.25)) is None
+    reason, before, target = mon.judge(_eval(6, 11.0, 0.68, 0.25))  # 0.12 below the first, 0.07 below step 3
+    assert before.step == 0 and target.step == 3 and mon.protected_step() == 3
+    assert "strict field accuracy 0.800 -> 0.680" in reason
+    assert mon.judge(_eval(6, 9.0, 0.50, 0.9)) is None  # the reward fell: a bad step, not a hack
+
+
 def test_suspected_hack_rolls_back_raises_beta_and_is_reported(tiny_model, tmp_path):
     tasks = tiny_tasks()
     monitor_tasks = [t for t in tasks if t.reference is not None]
@@ -131,6 +169,35 @@ def test_suspected_hack_rolls_back_raises_beta_and_is_reported(tiny_model, tmp_p
     assert {m.step for m in history} >= {0, 2, 4, 6}
     artifacts = [a.path for a in client.list_artifacts(run.info.run_id, "reward_hacking")]
     assert artifacts == ["reward_hacking/step_000004.json"]
+
+
+class DriftingPolicy:
+    """Evaluation 2 (step 2): nulls wrapped in chatter (the reward falls, so no verdict, but the true metric has
+    drifted); evaluation 3 (step 4): clean nulls, no worse than step 2 on the true metric but far below step 0."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, model, tokenizer, tasks, max_new_tokens):
+        self.calls += 1
+        if self.calls == 2:
+            return ["Sure, here it is, I hope this helps you a lot!!! " + a for a in all_null(tasks)]
+        return all_null(tasks) if self.calls == 3 else chatty_gold(tasks)
+
+
+def test_a_drift_since_the_first_evaluation_restarts_from_the_initial_model(tiny_model, tmp_path):
+    tasks = tiny_tasks()
+    monitor_tasks = [t for t in tasks if t.reference is not None]
+    settings = tiny_settings(max_steps=6, save_steps=1, save_total_limit=1,
+                             monitor=HackMonitorSettings(every=2, window=1, tolerance=0.1))
+    result = train_grpo(tiny_model, tasks, tmp_path / "run", settings, RubricReward(RubricScorer(HACKABLE)),
+                        monitor_tasks=monitor_tasks, monitor_decode=DriftingPolicy())
+    [rb] = result["rollbacks"]
+    assert rb["kind"] == "reward_hacking" and "against the run's first evaluation" in rb["reason"]
+    assert (rb["step"], rb["restored_step"], rb["checkpoint"]) == (4, 0, None)  # step 2 had drifted: no good state
+    assert result["global_step"] == 6 and result["beta"] == 0.04
+    monitored = [e["step"] for e in result["log_history"] if "monitor/field_accuracy" in e]
+    assert monitored == [0, 2, 4, 6]  # the first evaluation kept in the restarted run's history
 
 
 def test_monitor_decodes_the_training_model_greedily(tiny_model, tmp_path):

@@ -22,14 +22,29 @@ from rubricrl.train.section import nets_table
     ({"rollback": {"reward_window": 6}}, ["grpo.rollback.reward_window=6", "first: step 7", "grpo.max_steps=6"]),
     ({"monitor": {"every": 7}}, ["grpo.monitor.every=7", "grpo.monitor.window=1", "grpo.max_steps=6",
                                  "set every <= 6"]),
-    ({"monitor": {"every": 4, "window": 2}}, ["grpo.monitor.every=4", "first compares at step 8", "set every <= 3"]),
-    ({"monitor": {"window": 7}}, ["grpo.monitor.every=null (sized: 1)", "grpo.monitor.window=7", "set window <= 6"]),
+    ({"monitor": {"every": 4, "window": 2, "against_first": False}},
+     ["grpo.monitor.every=4", "(against_first: false)", "first compares at step 8", "set every <= 3"]),
+    ({"monitor": {"window": 7, "against_first": False}},
+     ["grpo.monitor.every=null (sized: 1)", "grpo.monitor.window=7", "set window <= 6"]),
 ])
 def test_a_net_that_cannot_fire_is_refused_with_its_keys_named(overrides, named):
     with pytest.raises(ValidationError) as err:
         GRPOSettings(max_steps=6, **overrides)
     for text in named:
         assert text in str(err.value)
+
+
+def test_against_the_first_evaluation_the_monitor_fires_from_its_second():
+    """Compared with the first evaluation as well, a window longer than the run still leaves the net armed."""
+    GRPOSettings(max_steps=6, monitor={"every": 4, "window": 2})
+    by = {n.name: n for n in armed_nets(GRPOSettings(max_steps=6, monitor={"every": 4, "window": 2}))}
+    net = by["hack_monitor"]
+    assert (net.armed, net.first_step, net.checks) == (True, 4, 1)
+    assert "judged against the evaluation 2 back and the first" in net.rule
+    off = {n.name: n for n in armed_nets(GRPOSettings(max_steps=8, monitor={"every": 4, "window": 2,
+                                                                          "against_first": False}))}
+    assert (off["hack_monitor"].first_step, off["hack_monitor"].checks) == (8, 1)
+    assert "the evaluation 2 back;" in off["hack_monitor"].rule
 
 
 def test_switched_off_nets_are_not_checked():
@@ -39,8 +54,10 @@ def test_switched_off_nets_are_not_checked():
 
 def test_the_validator_refuses_exactly_the_explicit_values_the_report_calls_unarmed():
     """One arithmetic: settings validate iff no explicit window or monitor.every leaves its net unarmed."""
-    for n, window, every, mwin in itertools.product((1, 2, 3, 6, 20), (None, 2, 3, 5, 10), (None, 1, 3, 7), (1, 2, 3)):
-        rollback, monitor = RollbackSettings(kl_window=window), HackMonitorSettings(every=every, window=mwin)
+    for n, window, every, mwin, first in itertools.product((1, 2, 3, 6, 20), (None, 2, 3, 5, 10), (None, 1, 3, 7),
+                                                           (1, 2, 3), (True, False)):
+        rollback = RollbackSettings(kl_window=window)
+        monitor = HackMonitorSettings(every=every, window=mwin, against_first=first)
         nets = {net.name: net for net in armed_nets(  # unvalidated: what the report would say
             GRPOSettings.model_construct(max_steps=n, rollback=rollback, monitor=monitor))}
         explicit_unarmed = ((window is not None and not nets["kl_ratio"].armed)
@@ -50,7 +67,7 @@ def test_the_validator_refuses_exactly_the_explicit_values_the_report_calls_unar
             refused = False
         except ValidationError:
             refused = True
-        assert refused == explicit_unarmed, (n, window, every, mwin)
+        assert refused == explicit_unarmed, (n, window, every, mwin, first)
 
 
 @pytest.mark.parametrize("max_steps", [3, 4, 6, 10, 20, 500])
