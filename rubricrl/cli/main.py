@@ -216,24 +216,44 @@ def cmd_pipeline_serve(args) -> None:
 
 def cmd_pipeline_status(args) -> None:
     _in_project()
-    from rubricrl.flow.serve import recent_runs
+    from rubricrl.flow.serve import pipeline_status
 
-    rows = recent_runs(args.n)
-    if not rows:
-        print("no pipeline runs recorded (Prefect: PREFECT_API_URL, else the project's .prefect/)")
-        return
+    status = pipeline_status(args.n, args.scheduled)
+    print(status["source"])
 
     def duration(s):
         return "" if s is None else f"{s:.1f}s" if s < 60 else f"{int(s // 60)}m{int(s % 60):02d}s" if s < 3600 \
             else f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m"
 
-    table = [("RUN", "STATE", "BY", "START", "DURATION", "STAGE", "ERROR")] + [
-        (r["name"], r["state"], r["by"],
-         r["start"].astimezone().strftime("%Y-%m-%d %H:%M:%S") + ("" if r["started"] else " (expected)"),
-         duration(r["seconds"]), r["stage"], r["error"][:100]) for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
-    for row in table:
-        print(("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1]).rstrip())
+    def when(t):
+        return t.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+    def columns(table):
+        widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+        for row in table:
+            print(("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1]).rstrip())
+
+    runs, queued, waiting = status["runs"], status["scheduled"], status["waiting"]
+    if not runs and not waiting:
+        print("no pipeline runs recorded there")
+        return
+    if runs:
+        columns([("RUN", "STATE", "BY", "START", "DURATION", "STAGE", "ERROR")] + [
+            (r["name"], r["state"], r["by"], when(r["start"]) + ("" if r["started"] else " (expected)"),
+             duration(r["seconds"]), r["stage"], r["error"][:100]) for r in runs])
+    else:
+        print("no pipeline run has started yet")
+    if waiting:
+        print(f"\nscheduled: {waiting}" + (f", the next {len(queued)}:" if queued else
+                                           " (--scheduled M lists the next M)"))
+    if queued:
+        import datetime as dt
+
+        now = dt.datetime.now(dt.timezone.utc)
+        columns([("RUN", "STATE", "BY", "AT")] + [
+            (r["name"], r["state"], r["by"], when(r["start"]) + (
+                f" (in {duration((r['start'] - now).total_seconds())})" if r["start"] > now
+                else f" ({duration((now - r['start']).total_seconds())} ago)")) for r in queued])
 
 
 def cmd_pipeline_unlock(args) -> None:
@@ -299,14 +319,22 @@ def cmd_registry_rollback(args) -> None:
     print(f"{params.registry.name}: champion {old} -> {new}")
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    return _int_at_least(text, 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -403,8 +431,11 @@ def build_parser() -> argparse.ArgumentParser:
                                       "file changes (runs until stopped)")
     sv.add_argument("--cron", help="override pipeline.cron (fires only under `prefect server start` + PREFECT_API_URL)")
     sv.set_defaults(fn=cmd_pipeline_serve)
-    st = pl.add_parser("status", help="the last pipeline runs: state, start, duration, failed stage and error")
-    st.add_argument("-n", type=positive_int, default=10, help="how many runs (default 10)")
+    st = pl.add_parser("status", help="the last pipeline runs (state, start, duration, failed stage and error), "
+                                       "then the next scheduled ones")
+    st.add_argument("-n", type=positive_int, default=10, help="how many started runs, newest first (default 10)")
+    st.add_argument("--scheduled", type=non_negative_int, default=3, metavar="M",
+                    help="how many scheduled runs, soonest first (default 3; 0: only their count)")
     st.set_defaults(fn=cmd_pipeline_status)
     ul = pl.add_parser("unlock", help="free the one-run-at-a-time slot a killed run left taken")
     ul.set_defaults(fn=cmd_pipeline_unlock)

@@ -12,6 +12,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rubricrl.core.errors import RubricRLError
 from rubricrl.flow.pipeline import FLOW, LIMIT, ROOT, error_summary, pipeline, stage_order
 
 DEPLOYMENT = "rubricrl-scheduled"
@@ -119,31 +120,72 @@ def _stop_embedded(signum, frame) -> None:
     os._exit(128 + signum)
 
 
-def recent_runs(limit: int = 10) -> list[dict]:
-    """The last pipeline runs from Prefect's API, newest first: name, state, start, duration, failed stage, why."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
-    from prefect.client.schemas.sorting import FlowRunSort
+def _row(r, now: datetime) -> dict:
+    """One flow run as `pipeline status` shows it: name, state, how started, start, duration, failed stage, why."""
+    if r.start_time and r.end_time:
+        seconds = (r.end_time - r.start_time).total_seconds()
+    elif r.start_time:  # still running (or paused)
+        seconds = (now - r.start_time).total_seconds()
+    else:
+        seconds = None
+    failed = r.state is not None and (r.state.is_failed() or r.state.is_crashed())
+    stage, why = error_summary(r.state.message) if failed else ("", "")
+    return {"name": r.name, "state": r.state_name or "", "started": bool(r.start_time),
+            "start": r.start_time or r.next_scheduled_start_time or r.expected_start_time,
+            "seconds": seconds, "stage": stage, "error": why,
+            "by": "retrigger" if (r.parameters or {}).get("force_stages") else "schedule" if r.auto_scheduled
+            else "deployment" if r.deployment_id else "run"}
 
-    with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[FLOW])),
-                                     sort=FlowRunSort.EXPECTED_START_TIME_DESC, limit=limit)
-    rows = []
-    for r in runs:
-        start = r.start_time or r.expected_start_time
-        if r.start_time and r.end_time:
-            seconds = (r.end_time - r.start_time).total_seconds()
-        elif r.start_time:  # still running
-            seconds = (datetime.now(timezone.utc) - r.start_time).total_seconds()
-        else:
-            seconds = None
-        failed = r.state is not None and (r.state.is_failed() or r.state.is_crashed())
-        stage, why = error_summary(r.state.message) if failed else ("", "")
-        rows.append({"name": r.name, "state": r.state_name or "", "start": start, "started": bool(r.start_time),
-                     "seconds": seconds, "stage": stage, "error": why,
-                     "by": "retrigger" if (r.parameters or {}).get("force_stages") else "schedule" if r.auto_scheduled
-                     else "deployment" if r.deployment_id else "run"})
-    return rows
+
+def pipeline_status(limit: int = 10, scheduled: int = 3) -> dict:
+    """What the pipeline's runs did, from Prefect's API (one client, so an embedded Prefect starts once):
+    - `source`: what was read, an embedded Prefect (its database) or a server (its API URL);
+    - `runs`: the last `limit` runs that left the schedule (running, finished, failed, cancelled), newest start first;
+    - `scheduled`: the next `scheduled` runs waiting for their time (Scheduled, Late, AwaitingRetry), soonest first;
+    - `waiting`: how many wait in all.
+    The two are asked for apart: a served cron keeps its next runs scheduled ahead (an hour's, at least 3, up to
+    100), and by expected start time they come first and push every finished run out of the list."""
+    import httpx
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterState,
+                                                FlowRunFilterStateType)
+    from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.sorting import FlowRunSort
+    from prefect.settings import PREFECT_API_URL
+
+    flow = FlowFilter(name=FlowFilterName(any_=[FLOW]))
+
+    def states(**types) -> FlowRunFilter:
+        return FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(**types)))
+
+    waiting = [StateType.SCHEDULED]  # Scheduled, Late, AwaitingRetry: not started, or not again yet
+    try:
+        with get_client(sync_client=True) as client:
+            source = _source(client)
+            runs = client.read_flow_runs(flow_filter=flow, flow_run_filter=states(not_any_=waiting),
+                                         sort=FlowRunSort.START_TIME_DESC, limit=limit)
+            queued = client.read_flow_runs(flow_filter=flow, flow_run_filter=states(any_=waiting),
+                                           sort=FlowRunSort.NEXT_SCHEDULED_START_TIME_ASC, limit=scheduled) \
+                if scheduled else []
+            total = client.count_flow_runs(flow_filter=flow, flow_run_filter=states(any_=waiting))
+    except httpx.TransportError as err:
+        raise RubricRLError(f"Prefect API {PREFECT_API_URL.value()} did not answer ({type(err).__name__}: {err}); "
+                            f"is `prefect server start` running there (PREFECT_API_URL)?") from None
+    now = datetime.now(timezone.utc)
+    return {"source": source, "runs": [_row(r, now) for r in runs], "scheduled": [_row(r, now) for r in queued],
+            "waiting": total}
+
+
+def _source(client) -> str:
+    """Which Prefect `client` reads: an embedded one (a temporary server on the local database) or a server."""
+    from prefect.client.base import ServerType
+    from prefect.settings import PREFECT_API_URL, get_current_settings
+
+    if client.server_type == ServerType.EPHEMERAL:
+        url = get_current_settings().server.database.connection_url
+        db = url.get_secret_value() if url else ""
+        return f"Prefect: embedded ({db.split(':///', 1)[-1]}; no scheduler: a cron never fires)"
+    return f"Prefect: {'Cloud' if client.server_type == ServerType.CLOUD else 'server'} {PREFECT_API_URL.value()}"
 
 
 def unlock() -> int:
