@@ -306,6 +306,25 @@ class GeneralRetrain(Section):
     beta_floor: float = Field(0.01, gt=0)  # beta 0 (no KL term) becomes this before the factor applies
 
 
+class SandboxParams(Section):
+    """Limits of one HumanEval program in the code sandbox (rubricrl.general.sandbox says which mechanism enforces
+    each on a host: `sandbox.isolation()`)."""
+
+    # All the program's processes together where a cgroup can be made (cgroup v2 memory.max, v1 memory.limit_in_bytes);
+    # elsewhere each process gets RLIMIT_AS = memory_mb / max_processes, so the processes together stay under it too.
+    memory_mb: int = Field(512, ge=64)
+    max_processes: int = Field(4, ge=1)  # processes and threads at once, the program's own included (pids.max, RLIMIT_NPROC)
+    files_mb: int = Field(64, ge=1)  # its private file space (one tmpfs: its folder, TMPDIR, /tmp, /var/tmp, /dev/shm)
+    max_files: int = Field(1024, ge=16)  # files and folders in that space
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.memory_mb // self.max_processes < 64:
+            raise ValueError("memory_mb / max_processes: must be >= 64 (a process's share where no cgroup bounds the "
+                             "whole program; Python itself needs ~60 MB of address space)")
+        return self
+
+
 class GeneralParams(Section):
     """eval_general: base, SFT and GRPO on general suites; the gate is each suite's drop vs base."""
 
@@ -314,6 +333,7 @@ class GeneralParams(Section):
     batch_size: int = Field(8, ge=1)
     max_new_tokens: dict[Literal["ifeval", "humaneval", "qa"], int] = {"ifeval": 128, "humaneval": 192, "qa": 48}
     code_timeout_s: float = Field(5.0, gt=0)  # per program, in the sandbox
+    sandbox: SandboxParams = SandboxParams()  # each program's memory, process and file limits
     perplexity_max_tokens: int = Field(256, ge=8)
     n_boot: int = Field(1000, ge=100)
     # The non-inferiority margin per suite: the gate passes when the 95% interval of (model - base) lies above

@@ -33,3 +33,8 @@ class JudgeUnavailable(JudgeError, TransientError):
 
 class TrainingError(RubricRLError):
     """Training cannot go on (e.g. KL keeps spiking after every allowed rollback)."""
+
+
+class SandboxError(RubricRLError):
+    """The code sandbox cannot run programs safely on this host (no set-up starts Python, or a run's processes or
+    cgroup outlived the clean-up)."""

