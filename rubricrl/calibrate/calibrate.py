@@ -160,28 +160,36 @@ def probe_table(items: list[CalItem], totals: list[float], min_margin: float = 0
 
 
 # The ways to miss a field a policy chooses between, cheapest first by intent (README: rubric economics).
-MISS_MODES = ("distractor_value", "wrong_value", "null_for_present", "invented_value")
+MISS_MODES = ("distractor_value", "wrong_value", "null_for_present", "omitted_for_present", "invented_value")
+
+
+def _gaps(dearer: dict[str, float], cheaper: dict[str, float]) -> list[float]:
+    """Per task both apply to: how much more the first way to miss costs than the second."""
+    return [dearer[t] - cheaper[t] for t in sorted(set(dearer) & set(cheaper))]
 
 
 def economics(items: list[CalItem], totals: list[float]) -> dict:
-    """What each way to miss one field costs (gold total - answer total), and the two rules the gate checks.
+    """What each way to miss one field costs (gold total - answer total), and the three rules the gate checks.
 
     - abstaining is never the cheapest miss: on every task, a null for a stated value costs more than
       a wrong value taken from the text (a distractor);
+    - leaving a field out is never cheaper than a null for it: on every task, the answer without the field of a
+      stated value costs at least what the null for that same field costs (a tie where the schema does not
+      require the field: the true metric counts a left-out field as a null);
     - an all-null answer scores below the partly right one (nulls only where the policy is unsure).
     """
     margins = _margins(items, totals)
     cost = {m: round(float(np.mean(list(margins[m].values()))), 3) for m in MISS_MODES if margins.get(m)}
-    null, distractor = margins.get("null_for_present", {}), margins.get("distractor_value", {})
-    both = sorted(set(null) & set(distractor))
-    gaps = [null[t] - distractor[t] for t in both]
-    all_null, partial = margins.get("all_null", {}), margins.get("null_uncertain", {})
-    shared = sorted(set(all_null) & set(partial))
-    lead = [all_null[t] - partial[t] for t in shared]
+    null = margins.get("null_for_present", {})
+    gaps = _gaps(null, margins.get("distractor_value", {}))
+    omit = _gaps(margins.get("omitted_for_present", {}), null)
+    lead = _gaps(margins.get("all_null", {}), margins.get("null_uncertain", {}))
     return {
         "cost": cost,
         "null_vs_distractor": {"n": len(gaps), "worst_gap": round(min(gaps), 3) + 0.0 if gaps else None,
                                "share_null_dearer": round(float(np.mean([g > 1e-9 for g in gaps])), 4) if gaps else None},
+        "omission_vs_null": {"n": len(omit), "worst_gap": round(min(omit), 3) + 0.0 if omit else None,
+                             "share_omission_cheaper": round(float(np.mean([g < -1e-9 for g in omit])), 4) if omit else None},
         "all_null_vs_partial": {"n": len(lead), "worst_lead": round(min(lead), 3) + 0.0 if lead else None,
                                 "mean_lead": round(float(np.mean(lead)), 3) if lead else None},
     }

@@ -24,6 +24,9 @@ class Mode:
     targets: tuple[str, ...]  # component ids this mode should lower (penalties: raise)
     level: int  # known quality: gold is 3
     make: Callable[[Task, random.Random], str | None]  # None when the mode does not apply
+    # Draw from the named mode's random stream instead of this mode's own, so that both pick the same field
+    # (a left-out field beside the null for that same field).
+    draws_as: str | None = None
 
 
 def _dump(obj) -> str:
@@ -106,6 +109,15 @@ def _null_for_present(task, rng):
     if not fields:
         return None
     return _dump({**task.reference, rng.choice(fields): None})
+
+
+def _omitted_for_present(task, rng):
+    """The field of a stated value left out of the answer: the field null_for_present nulls (drawn alike)."""
+    fields = _nullable_value_fields(task)
+    if not fields:
+        return None
+    drop = rng.choice(fields)
+    return _dump({k: v for k, v in task.reference.items() if k != drop})
 
 
 def _nullable_value_fields(task: Task) -> list[str]:
@@ -283,7 +295,11 @@ MODES: tuple[Mode, ...] = (
     Mode("copy_source", ("faithfulness",), 1, _copy_source),
     Mode("shortened_value", ("faithfulness",), 1, _shortened),
     Mode("hedged_value", ("faithfulness",), 1, _hedged),
+    # Last, so that adding it redrew no other mode: leaving a field out must never be cheaper than its null.
+    Mode("omitted_for_present", ("required_fields", "faithfulness", "missed_values"), 1, _omitted_for_present,
+         draws_as="null_for_present"),
 )
+_STREAM = {m.name: i for i, m in enumerate(MODES)}
 
 
 def corrupt(task: Task, seed: int = 0) -> list[tuple[Mode, str]]:
@@ -291,8 +307,8 @@ def corrupt(task: Task, seed: int = 0) -> list[tuple[Mode, str]]:
     if task.reference is None:
         raise ValueError(f"task {task.id}: corruptions need a reference answer")
     out = []
-    for i, mode in enumerate(MODES):
-        rng = random.Random(f"{seed}:{task.id}:{i}")
+    for mode in MODES:
+        rng = random.Random(f"{seed}:{task.id}:{_STREAM[mode.draws_as or mode.name]}")
         response = mode.make(task, rng)
         if response is not None:
             out.append((mode, response))

@@ -57,7 +57,8 @@ def derive_rubric(tasks: list[Task], name: str = "generated") -> Rubric:
                   source="extraction: values must come from the source text",
                   description=("Every extracted value agrees with the source text: nothing invented, no value "
                                "taken from the wrong field, units and formats converted as the constraints ask. "
-                               "A null is right only when the source does not give the information."),
+                               "A null is right only when the source does not give the information; a field "
+                               "left out of the answer counts as a null."),
                   scale=FAITHFULNESS_SCALE, examples=_faithfulness_examples(tasks)),
     ]
     penalties = [

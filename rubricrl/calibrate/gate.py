@@ -53,6 +53,13 @@ def _failures(figures: dict, bars, min_margin: float, label_free: bool = False) 
         fails.append(f"economics: a null for a stated value costs no more than a wrong value from the text on "
                      f"{1 - nvd['share_null_dearer']:.0%} of tasks{where} (worst gap {nvd['worst_gap']}): abstaining "
                      f"is the cheapest way to miss a field, so the policy would learn to answer null; {fix}")
+    ovn = econ.get("omission_vs_null") or {}
+    if ovn.get("n") and ovn["worst_gap"] < -1e-9:
+        fix = ("the faithfulness judge must give a left-out field no more than a null's half credit" if label_free
+               else "judge a left-out field as a null (the faithfulness judge) and charge it as one (missed_values)")
+        fails.append(f"economics: leaving out the field of a stated value costs less than a null for it on "
+                     f"{ovn['share_omission_cheaper']:.0%} of tasks{where} (worst gap {ovn['worst_gap']}): omitting is "
+                     f"cheaper than abstaining, so the policy would learn to drop the fields it is unsure of; {fix}")
     anp = econ.get("all_null_vs_partial") or {}
     if anp.get("n") and anp["worst_lead"] < bars.min_margin:
         fails.append(f"economics: an all-null answer scores less than rubric.min_margin={bars.min_margin} below a "

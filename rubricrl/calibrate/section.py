@@ -43,13 +43,18 @@ def markdown(report: dict, gate: list[str]) -> str:
     econ = report.get("economics")
     if econ:
         nvd, anp = econ["null_vs_distractor"], econ["all_null_vs_partial"]
+        ovn = econ.get("omission_vs_null")  # absent from reports written before it
         lines += ["", "## Price of a missed field", "",
-                  "Mean cost against gold of one field missed each way (a null for a stated value must not be the cheapest).",
+                  "Mean cost against gold of one field missed each way (a null for a stated value must not be the "
+                  "cheapest, and leaving the field out must not be cheaper than its null).",
                   "", table(["way to miss", "mean cost"], list(econ["cost"].items())),
                   "", f"- null vs distractor on {nvd['n']} tasks: worst gap {nvd['worst_gap']} "
-                      f"(null dearer on {nvd['share_null_dearer']} of them)",
-                  f"- all-null vs partly right on {anp['n']} tasks: all-null lower by {anp['mean_lead']} on average, "
-                  f"{anp['worst_lead']} at worst"]
+                      f"(null dearer on {nvd['share_null_dearer']} of them)"]
+        if ovn:
+            lines.append(f"- left-out field vs its null on {ovn['n']} tasks: worst gap {_cell(ovn['worst_gap'])} "
+                         f"(omission cheaper on {_cell(ovn['share_omission_cheaper'])} of them)")
+        lines.append(f"- all-null vs partly right on {anp['n']} tasks: all-null lower by {anp['mean_lead']} on average, "
+                     f"{anp['worst_lead']} at worst")
     pol = report.get("on_policy")
     lines += ["", "## On the policy's own samples", ""]
     if pol:
@@ -70,7 +75,8 @@ def markdown(report: dict, gate: list[str]) -> str:
              "both": "both the referenced and the label-free figures"}[on]
     lines += ["", "## Gate", "", f"rubric.gate_on: {on} (the bars apply to {which}).", ""]
     lines += [f"- FAIL: {g}" for g in gate] if gate else [
-        "All probes score below gold by the margin, abstaining is not the cheapest miss, and the correlation bars "
+        "All probes score below gold by the margin, abstaining is not the cheapest miss, leaving a field out is not "
+        "cheaper than its null, and the correlation bars "
         f"are met on the corruption set and on the policy's samples ({which})."]
     return "\n".join(lines) + "\n"
 
@@ -84,11 +90,13 @@ def _headline(block: dict) -> list:
     r, econ, pol = block["reward"], block.get("economics") or {}, block.get("on_policy") or {}
     probes = block["probes"].values()
     nvd, anp = econ.get("null_vs_distractor") or {}, econ.get("all_null_vs_partial") or {}
+    ovn = econ.get("omission_vs_null") or {}
     return [f"{r['pairwise_accuracy']} ({r['pairwise_ties']} ties)", r["kendall_tau"], r["spearman_accuracy"],
             f"{r['scale']['mean']} / {r['scale']['std']}",
             f"{sum(not p['pass'] for p in probes)} of {len(probes)}",
             min((p["worst_margin"] for p in probes), default=None),
             f"{_cell(nvd.get('worst_gap'))} ({_cell(nvd.get('share_null_dearer'))})",
+            f"{_cell(ovn.get('worst_gap'))} ({_cell(ovn.get('share_omission_cheaper'))})",
             _cell(anp.get("worst_lead")), _cell(pol.get("spearman_accuracy")), _cell(pol.get("pairwise_accuracy"))]
 
 
@@ -98,7 +106,8 @@ def label_free_lines(report: dict) -> list[str]:
     names = ["pairwise accuracy, gold above each corruption (ties)", "Kendall's tau vs known ordering",
              "Spearman reward vs strict field accuracy (corruption set)", "reward mean / std",
              "probes short of the margin", "worst probe margin",
-             "null vs distractor: worst gap (share null dearer)", "all-null vs partly right: worst lead",
+             "null vs distractor: worst gap (share null dearer)",
+             "left-out field vs its null: worst gap (share omission cheaper)", "all-null vs partly right: worst lead",
              "on-policy Spearman", "on-policy pairwise accuracy"]
     rows = [[n, a, b] for n, a, b in zip(names, _headline(report), _headline(free))]
     probe_rows = [[mode, row["n"], report["probes"][mode]["mean_margin"], report["probes"][mode]["worst_margin"],
@@ -110,7 +119,7 @@ def label_free_lines(report: dict) -> list[str]:
             "The same answers scored by the calibrated reward with every task's reference hidden from it (the true "
             "metric, strict field accuracy, still reads them): what the reward is worth on data without gold "
             "answers. Here the faithfulness judge can only check values against the source text and gives a null "
-            "half credit, and missed_values cannot see a null for a stated value. "
+            "(or a left-out field) half credit, and missed_values cannot see a null for a stated value. "
             f"Scoring took {free['seconds']} s more.", "",
             table(["figure", "referenced", "label-free"], rows, digits=4), "",
             table(["probe", "n", "mean margin", "worst margin", "label-free mean margin", "label-free worst margin",

@@ -123,11 +123,13 @@ def test_gate_on_label_free_fails_when_the_bars_are_missed_only_without_referenc
     good = {"probes": {"distractor_value": {"pass": True, "worst_margin": 0.6, "share_below_gold": 1.0}},
             "reward": {"spearman_accuracy": 0.63},
             "economics": {"null_vs_distractor": {"n": 4, "worst_gap": 0.25, "share_null_dearer": 1.0},
+                          "omission_vs_null": {"n": 4, "worst_gap": 0.0, "share_omission_cheaper": 0.0},
                           "all_null_vs_partial": {"n": 4, "worst_lead": 2.5}},
             "on_policy": {"spearman_accuracy": 0.8, "pairwise_accuracy": 0.9, "n_samples": 8, "n_pairs": 6}}
     bad = {"probes": {"distractor_value": {"pass": False, "worst_margin": 0.0, "share_below_gold": 0.27}},
            "reward": {"spearman_accuracy": 0.41},
            "economics": {"null_vs_distractor": {"n": 4, "worst_gap": 0.0, "share_null_dearer": 0.75},
+                         "omission_vs_null": {"n": 4, "worst_gap": -1.0, "share_omission_cheaper": 0.25},
                          "all_null_vs_partial": {"n": 4, "worst_lead": 0.1}},
            "on_policy": {"spearman_accuracy": 0.3, "pairwise_accuracy": 0.5, "n_samples": 8, "n_pairs": 6}}
     report = {**good, "min_margin": 0.4, "label_free": bad}
@@ -136,7 +138,9 @@ def test_gate_on_label_free_fails_when_the_bars_are_missed_only_without_referenc
     fails = gate_failures(report, bars.model_copy(update={"gate_on": "label_free"}))
     assert [f.split(":")[0] for f in fails] == [
         "label-free probe 'distractor_value'", "label-free metric 'spearman_accuracy'", "label-free economics",
-        "label-free economics", "label-free on-policy 'spearman_accuracy'", "label-free on-policy 'pairwise_accuracy'"]
+        "label-free economics", "label-free economics", "label-free on-policy 'spearman_accuracy'",
+        "label-free on-policy 'pairwise_accuracy'"]
+    assert "leaving out the field of a stated value costs less than a null for it on 25% of tasks" in fails[3]
     assert all("with the references hidden" in f for f in fails)
     assert gate_failures({**report, "label_free": good}, bars.model_copy(update={"gate_on": "label_free"})) == []
     # A report written before the label-free calibration: the gate cannot check it, and says so.
@@ -163,6 +167,10 @@ def test_the_label_free_line_in_the_report_the_json_and_the_stage_metrics(val, c
     assert f"| Spearman reward vs strict field accuracy (corruption set) | {report['reward']['spearman_accuracy']:.4f} | " \
            f"{lf['reward']['spearman_accuracy']:.4f} |" in md
     assert "`missed_values` (constant)" in md
+    ovn = report["economics"]["omission_vs_null"]
+    assert f"- left-out field vs its null on {ovn['n']} tasks: worst gap {ovn['worst_gap']}" in md
+    assert "| left-out field vs its null: worst gap (share omission cheaper) | 1.0 (0.0) | 1.0 (0.0) |" in md
+    assert f"| omitted_for_present | {report['economics']['cost']['omitted_for_present']:.3f} |" in md
     assert "- FAIL: label-free " in md
     # A report without the block (written before it existed) still renders.
     old = {k: v for k, v in report.items() if k not in ("label_free", "gate_on")}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +15,9 @@ from rubricrl.metrics.strict import strict_counts
 from rubricrl.reward.grounding import extract_numbers
 from rubricrl.inference.models import build_tiny_model
 from rubricrl.calibrate.calibrate import CalItem, calibrate, calibration_set, on_policy_metrics
-from rubricrl.calibrate.corruptions import MODES
+from rubricrl.calibrate.corruptions import MODES, corrupt
+from rubricrl.core.taskfile import load_tasks
+from rubricrl.reward.judges.grounded import GroundedJudge
 from rubricrl.calibrate.draft import derive_rubric
 from rubricrl.calibrate.gate import GateError, check_gate, gate_failures
 from rubricrl.reward.scoring import RubricScorer
@@ -21,7 +25,8 @@ from rubricrl.reward.spec import Rubric
 from rubricrl.calibrate.workflow import run_calibration
 
 NEW_PROBES = ("all_null", "null_uncertain", "distractor_value", "scaled_unit", "copy_source", "shortened_value",
-              "hedged_value")
+              "hedged_value", "omitted_for_present")
+HAND_TASKS = Path(__file__).resolve().parents[1] / "reward" / "data" / "hand_tasks.jsonl"
 NO_POLICY = RubricParams(policy_samples=0)
 
 
@@ -82,6 +87,14 @@ def test_probes_do_what_they_say(val):
     for t, obj in _answers(val, "hedged_value"):
         [k] = [k for k in obj if obj[k] != t.reference[k]]
         assert any(w in obj[k] for w in ("about", "approximately", "~", "约", "probably", "可能"))
+    # The left-out field is the one null_for_present answers null, so the two prices compare one field.
+    for t in val:
+        made = {m.name: json.loads(r) for m, r in corrupt(t) if m.name in ("null_for_present", "omitted_for_present")}
+        if "null_for_present" in made:
+            [k] = [k for k, v in made["null_for_present"].items() if v is None and t.reference[k] is not None]
+            assert made["omitted_for_present"] == {f: v for f, v in t.reference.items() if f != k}
+        else:
+            assert "omitted_for_present" not in made
 
 
 def test_each_probe_is_wrong_by_the_independent_true_metric(val):
@@ -109,6 +122,51 @@ def test_abstaining_is_the_dearest_miss_with_the_shipped_prices(shipped):
     assert econ["null_vs_distractor"]["n"] >= 10 and econ["null_vs_distractor"]["worst_gap"] > 0
     assert econ["all_null_vs_partial"]["worst_lead"] >= NO_POLICY.min_margin
     assert gate_failures(shipped[1].report, NO_POLICY) == []
+
+
+def test_leaving_a_field_out_costs_its_null_and_the_missing_key(shipped):
+    """Every generated field is required: a left-out stated value costs its null's price plus required_fields' 1,
+    with the references and without them."""
+    rep = shipped[1].report
+    for econ in (rep["economics"], rep["label_free"]["economics"]):
+        ovn = econ["omission_vs_null"]
+        assert ovn["n"] >= 10 and ovn["worst_gap"] == 1.0 and ovn["share_omission_cheaper"] == 0.0
+        assert econ["cost"]["omitted_for_present"] == pytest.approx(econ["cost"]["null_for_present"] + 1.0)
+    assert not [f for f in gate_failures(rep, NO_POLICY.model_copy(update={"gate_on": "both"}))
+                if "leaving out" in f]
+
+
+class PresentFieldsOnly(GroundedJudge):
+    """The grounded judge as it was: it judged only the fields an answer holds, so a left-out field lost nothing."""
+
+    def judge(self, req):
+        if req.parsed is None:
+            return super().judge(req)
+        task = req.task
+        schema = {**task.schema, "properties": {k: v for k, v in task.properties.items() if k in req.parsed}}
+        ref = None if task.reference is None else {k: v for k, v in task.reference.items() if k in req.parsed}
+        return super().judge(replace(req, task=replace(task, schema=schema, reference=ref)))
+
+
+def test_an_omission_cheaper_than_a_null_fails_the_gate():
+    """On the hand-written tasks (optional nullable fields, small schemas) a judge that skips left-out fields makes
+    leaving a stated value out cheaper than its null, with references and without: the gate names both."""
+    tasks = load_tasks(HAND_TASKS)
+    rubric = derive_rubric(tasks)
+    bars = NO_POLICY.model_copy(update={"gate_on": "both"})
+    old = calibrate(rubric, RubricScorer(rubric, judges={"grounded": PresentFieldsOnly()}), calibration_set(tasks),
+                    min_margin=NO_POLICY.min_margin).report
+    for econ in (old["economics"], old["label_free"]["economics"]):
+        assert econ["omission_vs_null"]["worst_gap"] < 0 and econ["omission_vs_null"]["share_omission_cheaper"] > 0
+    fails = [f for f in gate_failures(old, bars) if "leaving out the field of a stated value costs less" in f]
+    assert len(fails) == 2 and fails[0].startswith("economics: ") and fails[1].startswith("label-free economics: ")
+    assert "with the references hidden" in fails[1] and "missed_values" in fails[0]
+    # The grounded judge judges a left-out field as a null: never cheaper, on every task, either way.
+    new = calibrate(rubric, RubricScorer(rubric), calibration_set(tasks), min_margin=NO_POLICY.min_margin).report
+    for econ in (new["economics"], new["label_free"]["economics"]):
+        assert econ["omission_vs_null"]["n"] == 12  # hand-01 and hand-06 state no nullable value
+        assert econ["omission_vs_null"]["worst_gap"] >= 0 and econ["omission_vs_null"]["share_omission_cheaper"] == 0
+    assert not [f for f in gate_failures(new, bars) if "leaving out" in f]
 
 
 def test_the_old_prices_fail_the_economics_gate(val):

@@ -5,6 +5,11 @@ gold value (a null is right only when the gold is null); without one, a value is
 source states it (grounding.Source.supports with the field's rule: only the unit conversions and
 date/time formats the task asks for that field, and no copying of whole sentences), and a null earns
 half credit (absence cannot be verified without a reference).
+
+A schema field the answer leaves out is judged as a null, as the true metric counts it: leaving a field out
+says no more than a null does, so it must never earn more (the required_fields rule prices the left-out key on
+top when the schema requires it). Only where a reference leaves that field out too is it not judged, and an
+answer with no schema field at all has nothing to judge.
 """
 
 from __future__ import annotations
@@ -25,22 +30,25 @@ class GroundedJudge:
         obj, task = req.parsed, req.task
         if obj is None:
             return Verdict(lo, "no JSON object to judge")
-        fields = [k for k in task.properties if k in obj]
-        if not fields:
+        if not any(k in obj for k in task.properties):
             return Verdict(lo, "no schema field in the answer to judge")
         source = source_for(task.text)
         ref = task.reference
+        # A left-out field is judged as a null (an omission must never be a cheaper miss than a null), unless
+        # the reference leaves it out as well.
+        fields = [k for k in task.properties if k in obj or ref is None or k in ref]
         rules = rules_for(task) if ref is None or any(k not in ref for k in fields) else {}
         credits, notes = [], []
         for name in fields:
-            pred = obj[name]
+            pred = obj.get(name)
+            left_out = "" if name in obj else " (left out: judged as a null)"
             if ref is not None and name in ref:
                 credit = values_match(pred, ref[name])
                 if credit < 1.0:
-                    notes.append(_describe(name, pred, ref[name]))
+                    notes.append(_describe(name, pred, ref[name]) + left_out)
             elif pred is None:
                 credit = 0.5
-                notes.append(f"{name}: null cannot be verified without a reference")
+                notes.append(f"{name}: null cannot be verified without a reference{left_out}")
             else:
                 rule = rules.get(name, STRICT)
                 items = pred if isinstance(pred, list) else [pred]
