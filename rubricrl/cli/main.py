@@ -283,6 +283,12 @@ def cmd_registry_list(args) -> None:
         return
     _version_table(params.registry.name, rows, [("STAGE", "<7", "stage"), ("FIELD ACC", ">9", "eval.all.field_accuracy"),
                                                 ("REWARD", ">8", "eval.all.reward"), (" DECISION", "", "promotion.decision")])
+    unfinished = registry.pending(registry.client(params.tracking), params.registry.name)
+    if unfinished:  # list only reads: the next promote, rollback or register completes it
+        what = (f"promotion of version {unfinished['version']}" if unfinished["op"] == "promote"
+                else f"rollback of champion {unfinished['from']} -> {unfinished['to']}")
+        print(f"UNFINISHED: a {what} was interrupted before it marked itself done; the aliases and tags above may be "
+              f"half written. The next `rubricrl registry promote` or `rollback` completes it first.")
     for fmt in sorted(set(registry.EXPORT_FORMATS.values())):  # the verified exports (register_exports)
         name = f"{params.registry.name}-{fmt}"
         exports = registry.versions(params, name)

@@ -8,8 +8,11 @@ there as JSON, {"type", "transient", "message"}: the flow decides a retry on the
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
+import time
+import traceback
 from typing import Callable
 
 from pydantic import ValidationError
@@ -20,21 +23,89 @@ EXIT_ERROR = 2
 ERROR_FILE_ENV = "RUBRICRL_ERROR_FILE"
 
 
+# Libraries whose loggers print to stderr on their own (MLflow prints 40-88 lines of traceback on a locked store
+# or a file-size limit before our error line): held while a command runs (LogHold).
+LIBRARY_LOGGERS = ("mlflow", "alembic", "sqlalchemy", "urllib3", "httpx", "httpcore", "filelock", "git", "gptqmodel",
+                   "datasets", "transformers", "accelerate", "")
+DETAILS_DIR = ".cache/logs"
+
+
+def _one_line(text: str) -> str:
+    return " | ".join(line.strip() for line in str(text).splitlines() if line.strip())
+
+
 def describe(err: BaseException) -> str:
-    """What went wrong, for a user: the project's own message, or the OS's with the file it names."""
+    """What went wrong, for a user, in one line: the project's own message, or the OS's with the file it names."""
     if isinstance(err, RubricRLError):
-        return str(err)
+        return _one_line(err)
     if isinstance(err, OSError) and err.filename is not None:
         return f"{err.filename}: {err.strerror or err}"
     if isinstance(err, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in err.errors())
-    return f"unexpected {type(err).__name__}: {err} (rerun with --debug or RUBRICRL_DEBUG=1 for the traceback)"
+    first = (str(err).strip().splitlines() or [""])[0]  # SQLAlchemy and others append the SQL and a link
+    return f"unexpected {type(err).__name__}: {first} (rerun with --debug or RUBRICRL_DEBUG=1 for the traceback)"
+
+
+class LogHold(logging.Handler):
+    """Holds the library loggers' records while a command runs. On success the warnings and errors are printed
+    as the libraries would have; on failure nothing of them reaches the terminal (one error line): they and the
+    traceback go to a details file."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.saved: dict[str, tuple[list, bool]] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.records) < 5000:
+            self.records.append(record)
+
+    def __enter__(self) -> "LogHold":
+        for name in LIBRARY_LOGGERS:
+            logger = logging.getLogger(name)
+            self.saved[name] = (list(logger.handlers), logger.propagate)
+            logger.handlers = [self]
+            logger.propagate = False
+        return self
+
+    def restore(self) -> None:
+        for name, (handlers, propagate) in self.saved.items():
+            logger = logging.getLogger(name)
+            logger.handlers, logger.propagate = handlers, propagate
+        self.saved = {}
+
+    def replay(self) -> None:
+        """The held warnings and errors, through the handlers they would have reached (stderr by default)."""
+        self.restore()
+        for record in self.records:
+            if record.levelno >= logging.WARNING:
+                logging.getLogger(record.name).handle(record)
+        self.records = []
+
+    def details(self, err: BaseException) -> str | None:
+        """Write the held records and the traceback to a file under DETAILS_DIR; its path, or None."""
+        self.restore()
+        try:
+            os.makedirs(DETAILS_DIR, exist_ok=True)
+            path = os.path.join(DETAILS_DIR, f"error-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+            fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+            with open(path, "w", encoding="utf-8") as f:
+                for record in self.records:
+                    f.write(fmt.format(record) + "\n")
+                f.write("".join(traceback.format_exception(err)))
+            return path
+        except OSError:
+            return None  # a full disk or a file-size limit: the error line still says what failed
 
 
 def stage_main(fn: Callable[[], None], debug: bool = False) -> None:
     debug = debug or os.environ.get("RUBRICRL_DEBUG") == "1"
+    hold = LogHold()
+    if not debug:
+        hold.__enter__()
     try:
         fn()
+        hold.replay()
         sys.stdout.flush()
     except BrokenPipeError:
         # The reader went away (`rubricrl score ... | head`): nothing more to say, and nothing to flush.
@@ -42,14 +113,24 @@ def stage_main(fn: Callable[[], None], debug: bool = False) -> None:
         print("error: output pipe closed by the reader", file=sys.stderr)
         sys.exit(EXIT_ERROR)
     except KeyboardInterrupt:
+        hold.restore()
         print("error: interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as err:  # noqa: BLE001 - the one place that turns any failure into a clean exit
         record(err)
         if debug:
+            hold.restore()
             raise
-        print(f"error: {describe(err)}", file=sys.stderr)
+        line = describe(err)
+        if not isinstance(err, RubricRLError):  # unexpected: keep the traceback and the libraries' logs
+            where = hold.details(err)
+            if where:
+                line = line.replace("(rerun with", f"(details: {where}; rerun with", 1)
+        hold.restore()
+        print(f"error: {line}", file=sys.stderr)
         sys.exit(EXIT_ERROR)
+    finally:
+        hold.restore()
 
 
 def record(err: BaseException) -> None:

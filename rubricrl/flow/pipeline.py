@@ -226,8 +226,11 @@ def pipeline(stages: list[str] | None = None, force: bool = False, force_stages:
     with one_run_at_a_time():
         run = None
         if params.tracking.enabled:
-            run = mlflow.start_run(experiment_id=tracking.setup(params.tracking), run_name="pipeline",
-                                   tags={"git.commit": tracking.git_commit(), "rubricrl.stages": ",".join(order)})
+            exp_id = tracking.setup(params.tracking)
+            tracking.end_stale_runs(exp_id, "pipeline")  # a killed flow's run: KILLED, not RUNNING for ever
+            run = mlflow.start_run(experiment_id=exp_id, run_name="pipeline",
+                                   tags={"git.commit": tracking.git_commit(), "rubricrl.stages": ",".join(order),
+                                         tracking.PID_TAG: tracking.process_tag()})
         with run or nullcontext():
             if run:
                 env[tracking.PARENT_ENV] = run.info.run_id

@@ -9,11 +9,13 @@ fetched at run time. GGUFs are cached by the content hash of the folder's weight
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from rubricrl.core.atomic import write_json
 from rubricrl.core.errors import RubricRLError
 
 CONVERTER = "convert_hf_to_gguf.py"
@@ -90,14 +92,56 @@ def convert(model_dir: str | Path, out: str | Path, outtype: str = "f16") -> Pat
     return out
 
 
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+_checked: dict[tuple, bool] = {}  # (path, size, mtime_ns) -> verified in this process: hash a file once
+
+
+def cached_ok(path: Path) -> str | None:
+    """Why a cached GGUF must not be served (None: it is what was written). Its size and sha256 are recorded
+    beside it at write time (`<name>.json`); a file without that record, cut short, or changed fails."""
+    record = path.with_name(path.name + ".json")
+    try:
+        meta = json.loads(record.read_text(encoding="utf-8"))
+        size, digest = int(meta["size"]), str(meta["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"no readable record of its size and hash ({record.name})"
+    st = path.stat()
+    if st.st_size != size:
+        return f"{st.st_size} bytes, {size} when written"
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if not _checked.get(key):
+        if _sha256(path) != digest:
+            return "its sha256 differs from the one recorded when it was written"
+        _checked[key] = True
+    return None
+
+
 def gguf_for(model_dir: str | Path, outtype: str = "f16") -> Path:
-    """The cached GGUF of an HF folder, converting it on the first call."""
+    """The cached GGUF of an HF folder, converting it on the first call, and again when the cached file fails its
+    check (cached_ok: size and hash recorded at write), said in one line on stderr."""
     cache = cache_dir()
     path = cache / f"{fingerprint(model_dir)[:24]}-{outtype}.gguf"
+    record = path.with_name(path.name + ".json")
     if path.is_file():
-        os.utime(path)  # newest use first in the pruning order
-        return path
+        why = cached_ok(path)
+        if why is None:
+            os.utime(path)  # newest use first in the pruning order
+            return path
+        print(f"gguf cache: {path}: {why}: rebuilding it", file=sys.stderr)
+        path.unlink(missing_ok=True)
+        record.unlink(missing_ok=True)
     convert(model_dir, path, outtype)
+    st = path.stat()
+    write_json(record, {"size": st.st_size, "sha256": _sha256(path), "model_dir": str(model_dir)})
+    _checked[(str(path), st.st_size, st.st_mtime_ns)] = True
     for old in sorted(cache.glob("*.gguf"), key=lambda p: p.stat().st_mtime, reverse=True)[KEEP:]:
         old.unlink(missing_ok=True)
+        old.with_name(old.name + ".json").unlink(missing_ok=True)
     return path

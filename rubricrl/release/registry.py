@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,6 +49,8 @@ from rubricrl.core.errors import RubricRLError
 
 CHALLENGER, CHAMPION = "challenger", "champion"
 HISTORY = "rubricrl.champion_history"  # registered-model tag: the champion versions, oldest first (JSON)
+# registered-model tag: a promotion or rollback that recorded its intent and has not marked itself done (JSON)
+PENDING = "rubricrl.pending"
 ROWS = "eval/responses.jsonl"  # the registering run's per-task eval rows (id, part, total, strict)
 REPORT = Path("outputs/registry/promotion.md")
 DECISIONS = Path("outputs/registry/decisions.json")  # every promotion decision of the last run (the run report shows them)
@@ -100,11 +103,13 @@ class Gate:
         self.outcome = self.outcome or ("pass" if self.passed else "fail")
 
 
-def client(cfg):
-    """An MlflowClient on the project's tracking store (cfg: TrackingParams)."""
+def client(cfg, create: bool = False):
+    """An MlflowClient on the project's tracking store (cfg: TrackingParams). create=False (list, show, promote,
+    rollback): a missing or unreadable store is an error naming it, never a new empty one; the pipeline's
+    registration creates it."""
     from mlflow import MlflowClient
 
-    tracking.setup(cfg)
+    tracking.setup(cfg, create=create)
     return MlflowClient()
 
 
@@ -188,7 +193,7 @@ def register(params, candidate: Candidate, rubric_gate: list[str], params_file: 
         stage = "distill" if c.name == STUDENT else "eval_task"
         raise RegistryError(f"{c.rows}: no task eval of '{c.name}' to register it with (run the {stage} stage)")
     cfg, name = params.tracking, params.registry.name
-    client_ = client(cfg)
+    client_ = client(cfg, create=True)
     md5 = tracking.weights_digest(c.model_dir)
     tags = {
         "stage": c.name, "git.commit": tracking.git_commit(), "params.sha256": params_sha256(params_file),
@@ -200,6 +205,7 @@ def register(params, candidate: Candidate, rubric_gate: list[str], params_file: 
         **eval_tags(c), **export_tags(c),
     }
     with registry_lock(cfg):
+        finish_pending(client_, name)
         found = client_.search_model_versions(f"name = '{name}' and tags.`model.md5` = '{md5}'") \
             if client_.search_registered_models(f"name = '{name}'") else []
         # Every registration logs the eval rows it tags (a promotion pairs them); only new weights log a model.
@@ -226,16 +232,6 @@ def register(params, candidate: Candidate, rubric_gate: list[str], params_file: 
     return version
 
 
-def _artifact_md5(path: Path) -> str:
-    if path.is_file():
-        return tracking.file_md5(path)
-    h = hashlib.md5()
-    for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        h.update(f.relative_to(path).as_posix().encode())
-        h.update(tracking.file_md5(f).encode())
-    return h.hexdigest()
-
-
 def register_exports(params, candidate: Candidate, source_version: str,
                      root: str | Path = ".") -> list[tuple[str, str, str]]:
     """Each verified export of the candidate as a version of `<name>-gguf` / `<name>-gptq`, aliased
@@ -245,15 +241,26 @@ def register_exports(params, candidate: Candidate, source_version: str,
 
     root, source, hf_speed = Path(root), candidate.name, candidate.hf_tokens_per_s
     cfg, name = params.tracking, params.registry.name
-    c = client(cfg)
-    out = []
+    # Only the bytes the export stage verified, all or nothing: every hash is checked before anything is published.
+    checked = {}
     for kind, a in candidate.exports.items():
         if not a.get("verified"):
             continue  # tagged on the candidate (export.<kind>.verified=false): the export gate names it
         path = root / a["artifact"]
         if not path.exists():
             raise RegistryError(f"{path}: the verified {kind} export of '{source}' is missing (re-run the export stage)")
-        model, alias, md5 = f"{name}-{EXPORT_FORMATS[kind]}", f"{source}-{kind}", _artifact_md5(path)
+        md5 = tracking.artifact_md5(path)
+        if not a.get("md5"):
+            raise RegistryError(f"{path}: the export stage recorded no hash of the {kind} export it verified "
+                                f"(metrics/export.json): re-run the export stage")
+        if md5 != a["md5"]:
+            raise RegistryError(f"{path}: changed since it was verified (md5 {md5}, verified {a['md5']}): not "
+                                f"registering unverified bytes; re-run the export stage")
+        checked[kind] = (a, path, md5)
+    c = client(cfg, create=True)
+    out = []
+    for kind, (a, path, md5) in checked.items():
+        model, alias = f"{name}-{EXPORT_FORMATS[kind]}", f"{source}-{kind}"
         retention = a.get("retention") or {}
         tags = {"format": EXPORT_FORMATS[kind], "quantization": kind, "source": source,
                 "source_model": f"{name}/{source_version}", "artifact.md5": md5, "artifact": a["artifact"],
@@ -277,7 +284,8 @@ def register_exports(params, candidate: Candidate, source_version: str,
                     else:
                         mlflow.log_artifact(str(path), f"export/{kind}")
                     uri = f"{run.info.artifact_uri}/export/{kind}"
-                version = str(c.create_model_version(model, uri, run_id=run.info.run_id).version)
+                # created with its tags in one write: a kill cannot leave a version without its hash
+                version = str(c.create_model_version(model, uri, run_id=run.info.run_id, tags=tags).version)
             for k, v in tags.items():
                 c.set_model_version_tag(model, version, k, v)
             c.set_registered_model_alias(model, alias, version)
@@ -351,10 +359,15 @@ def export_gate(mv) -> Gate:
 
 
 def promote(params, dry_run: bool = False, report: Path | None = REPORT) -> dict:
-    """Gate `challenger` against `champion`; move `champion` when every gate passes (not on a dry run)."""
+    """Gate `challenger` against `champion`; move `champion` when every gate passes (not on a dry run).
+
+    The decision is one intent (the PENDING tag: every tag, the alias, the champion history and the report it will
+    write), then the writes, then the intent removed: a promotion killed between writes is completed by the next
+    registry command (finish_pending), never left half made."""
     cfg, name = params.tracking, params.registry.name
     c = client(cfg)
     with registry_lock(cfg):
+        finish_pending(c, name)
         challenger = alias_version(c, name, CHALLENGER)
         if challenger is None:
             raise RegistryError(f"registered model '{name}' has no '{CHALLENGER}' version: run the pipeline "
@@ -368,19 +381,20 @@ def promote(params, dry_run: bool = False, report: Path | None = REPORT) -> dict
         decision = {"model": name, "challenger": version, "champion_before": before,
                     "passed": passed, "promoted": passed and before != version and not dry_run, "dry_run": dry_run,
                     "gates": [asdict(g) for g in gates]}
-        if not dry_run:
-            for g in gates:
-                c.set_model_version_tag(name, version, f"promotion.gate.{g.name}", f"{g.outcome}: {g.detail[:4000]}")
-            c.set_model_version_tag(name, version, "promotion.decision",
-                                    "champion" if passed else "rejected: " + ", ".join(
-                                        f"{g.name} {g.outcome}" for g in gates if not g.passed))
-            if decision["promoted"]:
-                c.set_registered_model_alias(name, CHAMPION, version)
-                history = _history(c, name) + [version]
-                c.set_registered_model_tag(name, HISTORY, json.dumps(history))
         decision["champion_after"] = version if decision["promoted"] else before
-    if report is not None:
-        write_text(report, promotion_markdown(decision))
+        if dry_run:
+            if report is not None:
+                write_text(report, promotion_markdown(decision))
+            return decision
+        tags = {f"promotion.gate.{g.name}": f"{g.outcome}: {g.detail[:4000]}" for g in gates}
+        tags["promotion.decision"] = "champion" if passed else "rejected: " + ", ".join(
+            f"{g.name} {g.outcome}" for g in gates if not g.passed)
+        history = _history(c, name)
+        if passed and (not history or history[-1] != version):
+            history.append(version)  # also when it already was champion but the history missed it
+        _apply(c, name, {"op": "promote", "version": version, "tags": {version: tags},
+                         "alias": version if passed else None, "history": history if passed else None,
+                         "report": str(report) if report is not None else None, "decision": decision})
     return decision
 
 
@@ -388,11 +402,49 @@ def _history(c, name: str) -> list[str]:
     return json.loads(c.get_registered_model(name).tags.get(HISTORY, "[]"))
 
 
+def pending(c, name: str) -> dict | None:
+    """The unfinished promotion or rollback of a registered model (its recorded intent), or None."""
+    if not c.search_registered_models(f"name = '{name}'"):
+        return None
+    raw = c.get_registered_model(name).tags.get(PENDING)
+    return json.loads(raw) if raw else None
+
+
+def _apply(c, name: str, intent: dict) -> None:
+    """Record the intent, make its writes (each a set: repeating one is harmless), mark it done."""
+    c.set_registered_model_tag(name, PENDING, json.dumps(intent))
+    for version, tags in intent["tags"].items():
+        for k, v in tags.items():
+            c.set_model_version_tag(name, version, k, v)
+    if intent.get("alias"):
+        c.set_registered_model_alias(name, CHAMPION, intent["alias"])
+    if intent.get("history") is not None:
+        c.set_registered_model_tag(name, HISTORY, json.dumps(intent["history"]))
+    if intent.get("report"):
+        write_text(intent["report"], promotion_markdown(intent["decision"]))
+    c.delete_registered_model_tag(name, PENDING)
+
+
+def finish_pending(c, name: str) -> dict | None:
+    """Complete an unfinished promotion or rollback (a kill between its writes) before anything else; returns its
+    intent, or None when there was none. Call under registry_lock."""
+    intent = pending(c, name)
+    if intent is None:
+        return None
+    _apply(c, name, intent)
+    what = f"promotion of version {intent['version']}" if intent["op"] == "promote" else \
+        f"rollback of champion {intent['from']} -> {intent['to']}"
+    print(f"registry: completed the unfinished {what} of '{name}' (interrupted before it marked itself done)",
+          file=sys.stderr)
+    return intent
+
+
 def rollback(params) -> tuple[str, str]:
-    """Move `champion` back to the previous champion; returns (from version, to version)."""
+    """Move `champion` back to the previous champion; returns (from version, to version). One intent, as promote."""
     cfg, name = params.tracking, params.registry.name
     c = client(cfg)
     with registry_lock(cfg):
+        finish_pending(c, name)
         champion = alias_version(c, name, CHAMPION)
         if champion is None:
             raise RegistryError(f"registered model '{name}' has no '{CHAMPION}' to roll back")
@@ -402,9 +454,10 @@ def rollback(params) -> tuple[str, str]:
         if not history:
             raise RegistryError(f"'{name}': version {current} is the first champion; nothing to roll back to")
         previous = history[-1]
-        c.set_registered_model_alias(name, CHAMPION, previous)
-        c.set_registered_model_tag(name, HISTORY, json.dumps(history))
-        c.set_model_version_tag(name, current, "promotion.decision", f"rolled back to version {previous}")
+        _apply(c, name, {"op": "rollback", "from": current, "to": previous, "alias": previous, "history": history,
+                         "tags": {current: {"promotion.decision": f"rolled back to version {previous}"},
+                                  previous: {"promotion.decision": f"champion (restored by rollback from version "
+                                                                   f"{current})"}}})
     return current, previous
 
 

@@ -120,6 +120,7 @@ def run(params: Params) -> ExportResult:
                 except ExportError as err:
                     r["artifacts"][kind] = {"artifact": str(path), "verified": False, "error": str(err)}
                     return
+                a["md5"] = tracking.artifact_md5(path)  # the bytes verified: the registry publishes only these
                 a["retention"] = retention(a, source)
                 kept = a["retention"]["field_accuracy"]
                 goal = cfg.goals.get(kind)
@@ -131,8 +132,10 @@ def run(params: Params) -> ExportResult:
                                 | {f"{name}.{kind}.retention": kept})
 
             def gguf(kind: str, path: Path) -> dict:
-                quantize(gguf_for(model_dir, "f16"), path, kind, threads)
-                a = verify_gguf(path, model_dir, tasks, scorer, cfg.max_new_tokens, threads, params.eval.batch_size)
+                f16 = gguf_for(model_dir, "f16")
+                quantize(f16, path, kind, threads)
+                a = verify_gguf(path, model_dir, tasks, scorer, cfg.max_new_tokens, threads, params.eval.batch_size,
+                                reference=f16)
                 return a | {"tokens_per_s": tokens_per_s_gguf(path, model_dir, speed, cfg.speed_tokens, threads)}
 
             def gptq(path: Path) -> dict:

@@ -9,23 +9,102 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
+import sqlite3
 import subprocess
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from rubricrl.config import OVERLAY_ENV, TrackingParams, env_overlays
+from rubricrl.core.errors import RubricRLError
 
 PARENT_ENV = "RUBRICRL_PARENT_RUN_ID"
+PID_TAG = "rubricrl.pid"  # host:pid of the process that opened the run: a later run ends it if that one is gone
 ATTEMPT_ENV = "RUBRICRL_ATTEMPT"  # the flow's retrain attempt after a failed general gate (0: the first run)
 
 
-def setup(cfg: TrackingParams) -> str:
-    """Point MLflow at the project's store; create the experiment with its artifact root. Returns its id."""
+class StoreError(RubricRLError):
+    """The tracking store is missing or unreadable where one must exist."""
+
+
+# Where MLflow records absolute locations in its SQL store (MLflow 3): rewritten when the checkout moves.
+LOCATIONS = (("experiments", "artifact_location"), ("runs", "artifact_uri"), ("logged_models", "artifact_location"),
+             ("model_versions", "source"), ("model_versions", "storage_location"))
+
+
+def sqlite_path(cfg: TrackingParams) -> Path | None:
+    return Path(cfg.uri.removeprefix("sqlite:///")) if cfg.uri.startswith("sqlite:///") else None
+
+
+def check_store(cfg: TrackingParams) -> None:
+    """A store that must already exist (registry commands): missing or unreadable is an error naming it, never a
+    new empty store."""
+    db = sqlite_path(cfg)
+    if db is None:
+        return
+    if not db.is_file():
+        raise StoreError(f"{db}: no tracking store here (tracking.uri {cfg.uri}); run the pipeline first "
+                         f"(make run), or run this from the checkout that has it")
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+        try:
+            con.execute("select count(*) from experiments").fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error as err:
+        raise StoreError(f"{db}: unreadable tracking store ({type(err).__name__}: {err})") from None
+
+
+def relocate(cfg: TrackingParams) -> int:
+    """A copied or moved checkout: MLflow stores artifact locations as absolute paths, so the copy would read and
+    write the original tree's artifacts. When this project's experiment records its artifact root under another
+    folder with the same relative layout (tracking.artifact_root relative to the checkout), every location under
+    that folder is rewritten to this one. Returns how many were rewritten (0: nothing to do)."""
+    db, rel = sqlite_path(cfg), Path(cfg.artifact_root)
+    if db is None or rel.is_absolute() or not db.is_file():
+        return 0
+    new = rel.resolve().as_uri()
+    con = sqlite3.connect(db, timeout=60)
+    try:
+        row = con.execute("select artifact_location from experiments where name = ?", (cfg.experiment,)).fetchone()
+        old = row[0] if row else None
+        suffix = "/" + rel.as_posix().strip("/")
+        if not old or old == new or not old.endswith(suffix):
+            return 0
+        old_base, new_base = old[: -len(suffix)] + "/", new[: -len(suffix)] + "/"
+        # the same prefixes as bare paths (MLflow's Default experiment records one)
+        pairs = [(old_base, new_base), (old_base.removeprefix("file://"), new_base.removeprefix("file://"))]
+        tables = {r[0] for r in con.execute("select name from sqlite_master where type = 'table'")}
+        changed = 0
+        with con:
+            for table, column in LOCATIONS:
+                if table not in tables:
+                    continue
+                for a, b in pairs:
+                    changed += con.execute(f"update {table} set {column} = ? || substr({column}, ?) "
+                                           f"where substr({column}, 1, ?) = ?", (b, len(a) + 1, len(a), a)).rowcount
+    finally:
+        con.close()
+    print(f"tracking: this checkout was copied or moved from {old_base.removeprefix('file://')}: {changed} artifact "
+          f"location(s) in {db} now point under {new_base.removeprefix('file://')}", file=sys.stderr)
+    return changed
+
+
+def setup(cfg: TrackingParams, create: bool = True) -> str:
+    """Point MLflow at the project's store; create the experiment with its artifact root. Returns its id.
+
+    create=False (registry commands): the store must exist already (check_store). A store copied or moved with its
+    checkout is rebound to it first (relocate)."""
     import mlflow
 
-    if cfg.uri.startswith("sqlite:///"):
-        Path(cfg.uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    if not create:
+        check_store(cfg)
+    db = sqlite_path(cfg)
+    if db is not None:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        relocate(cfg)
     mlflow.set_tracking_uri(cfg.uri)
     exp = mlflow.get_experiment_by_name(cfg.experiment)
     if exp is not None:
@@ -51,6 +130,19 @@ def file_md5(path: Path) -> str:
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
+    return h.hexdigest()
+
+
+def artifact_md5(path: str | Path) -> str:
+    """md5 of a file, or of a folder's files (relative names and their md5s): what an export's verification
+    recorded and what the registry checks before it publishes the bytes."""
+    path = Path(path)
+    if path.is_file():
+        return file_md5(path)
+    h = hashlib.md5()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        h.update(f.relative_to(path).as_posix().encode())
+        h.update(file_md5(f).encode())
     return h.hexdigest()
 
 
@@ -133,9 +225,11 @@ def stage_run(cfg: TrackingParams, stage: str, params: dict, inputs: list = ()) 
     import mlflow
 
     exp_id = setup(cfg)
+    end_stale_runs(exp_id, stage)
     active = mlflow.active_run()  # in the flow's own process (the registry step): nest under its pipeline run
     parent = os.environ.get(PARENT_ENV) or (active.info.run_id if active else None)
     tags = {"rubricrl.stage": stage, "git.commit": git_commit(), "rubricrl.attempt": os.environ.get(ATTEMPT_ENV, "0"),
+            PID_TAG: process_tag(),
             **data_hashes(list(inputs))}
     if os.environ.get(OVERLAY_ENV):  # the settings did not all come from params.yaml: say which and what
         tags["rubricrl.params_overlay"] = " | ".join(f"{p}: {p.read_text(encoding='utf-8').strip()}"
@@ -143,6 +237,43 @@ def stage_run(cfg: TrackingParams, stage: str, params: dict, inputs: list = ()) 
     with mlflow.start_run(experiment_id=exp_id, run_name=stage, parent_run_id=parent, nested=bool(parent), tags=tags):
         mlflow.log_params(_flatten(params))
         yield Run(mlflow)
+
+
+def process_tag() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _alive(owner: str) -> bool:
+    """Whether the process recorded as `host:pid` still runs (another host's: assumed alive)."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def end_stale_runs(exp_id: str, run_name: str) -> list[str]:
+    """Runs named `run_name` left RUNNING by a killed process of this host (PID_TAG names a process that is gone)
+    end as KILLED, each with one line on stderr. Returns their ids."""
+    from mlflow import MlflowClient
+
+    c = MlflowClient()
+    ended = []
+    for r in c.search_runs([exp_id], filter_string=f"attributes.run_name = '{run_name}' and "
+                                                   "attributes.status = 'RUNNING'", max_results=100):
+        owner = r.data.tags.get(PID_TAG)
+        if owner and not _alive(owner):
+            c.set_terminated(r.info.run_id, "KILLED")
+            c.set_tag(r.info.run_id, "rubricrl.ended_by", "the next run (its process was gone)")
+            ended.append(r.info.run_id)
+            print(f"tracking: run {r.info.run_id} ({run_name}) was left RUNNING by process {owner}, which is gone: "
+                  f"ended as KILLED", file=sys.stderr)
+    return ended
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:

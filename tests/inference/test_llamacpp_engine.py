@@ -83,6 +83,30 @@ def test_a_truncated_or_foreign_file_fails_with_a_clear_error(smol_tiny, tmp_pat
         conversion.check_gguf(other)
 
 
+@pytest.mark.parametrize("damage", ["cut short", "zeroed", "no record"])
+def test_a_damaged_cached_gguf_is_rebuilt_not_served(smol_tiny, capsys, damage):
+    from rubricrl.inference.llamacpp import generate
+    from tests.evaluate.test_task_eval import tiny_tasks
+
+    good = conversion.gguf_for(smol_tiny)
+    data = good.read_bytes()
+    if damage == "cut short":
+        good.write_bytes(data[: len(data) // 2])
+    elif damage == "zeroed":
+        good.write_bytes(data[: len(data) // 2] + bytes(4096) + data[len(data) // 2 + 4096:])
+    else:
+        good.with_name(good.name + ".json").unlink()
+    conversion._checked.clear()  # a later run: a new process
+    tasks = tiny_tasks()[:1]
+    out, *_ = generate(smol_tiny, tasks, 8, 2)  # the engine asks the cache: no bare ValueError from llama.cpp
+    assert len(out) == 1
+    err = capsys.readouterr().err
+    assert err.count("gguf cache:") == 1 and "rebuilding it" in err
+    assert good.read_bytes() == data and conversion.cached_ok(good) is None
+    conversion._checked.clear()
+    assert conversion.gguf_for(smol_tiny) == good and "gguf cache:" not in capsys.readouterr().err
+
+
 def test_conversion_failures_and_a_missing_converter_name_the_cause(tmp_path, monkeypatch):
     from rubricrl.inference.models import build_tiny_model
 

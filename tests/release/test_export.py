@@ -30,8 +30,9 @@ def test_quantize_reload_and_score(smol_tiny, tmp_path, scorer):  # noqa: F811
         path = export.quantize(f16, tmp_path / f"m-{kind}.gguf", kind, threads=2)
         conversion.check_gguf(path)
         sizes[kind] = path.stat().st_size
-        result = export.verify_gguf(path, smol_tiny, tasks, scorer, max_new_tokens=12, threads=2)
+        result = export.verify_gguf(path, smol_tiny, tasks, scorer, max_new_tokens=12, threads=2, reference=f16)
         assert result["verified"] and result["n"] == 3 and result["tokens"] > 0
+        assert result["max_row_error"] < export.MAX_ROW_ERROR and result["worst_tensor"]
         assert 0 <= result["field_accuracy"] <= 1 and len(result["rows"]) == 3
     assert sizes["q4_k_m"] < sizes["q8_0"] < f16.stat().st_size
     source = {"field_accuracy": 0.5, "reward": 4.0}
@@ -48,6 +49,29 @@ def test_a_truncated_gguf_fails_verification_naming_the_file(smol_tiny, tmp_path
         export.verify_gguf(cut, smol_tiny, tiny_tasks(), scorer, max_new_tokens=8, threads=2)
     with pytest.raises(export.ExportError, match="unknown GGUF quantization 'q3'"):
         export.quantize(good, tmp_path / "x.gguf", "q3")
+
+
+@pytest.mark.parametrize("kind", ["q8_0", "q4_k_m"])
+def test_zeroed_weights_fail_verification_naming_the_tensor(smol_tiny, tmp_path, scorer, kind):  # noqa: F811
+    """Bytes zeroed inside the tensor data keep the header readable and llama.cpp loading: only the content check
+    against the F16 conversion catches them."""
+    from gguf import GGUFReader
+
+    f16 = conversion.gguf_for(smol_tiny, "f16")
+    good = export.quantize(f16, tmp_path / f"model-{kind}.gguf", kind)
+    checked = export.check_weights(good, f16)
+    assert 0 < checked["max_row_error"] < export.MAX_ROW_ERROR
+    data = bytearray(good.read_bytes())
+    tensor = max(GGUFReader(str(good)).tensors, key=lambda t: t.n_bytes)  # the largest tensor's middle
+    start = int(tensor.data_offset) + tensor.n_bytes // 4
+    end = start + min(1 << 20, tensor.n_bytes // 2)
+    data[start:end] = bytes(end - start)
+    bad = tmp_path / f"zeroed-{kind}.gguf"
+    bad.write_bytes(bytes(data))
+    conversion.check_gguf(bad)  # the structure still reads
+    with pytest.raises(export.ExportError, match=rf"zeroed-{kind}\.gguf: verification failed: tensor "
+                                                 rf"{tensor.name} row \d+ .*corrupt weights"):
+        export.verify_gguf(bad, smol_tiny, tiny_tasks(), scorer, max_new_tokens=8, threads=2, reference=f16)
 
 
 def test_serve_check_answers_through_the_openai_client(smol_tiny, tmp_path, scorer):  # noqa: F811

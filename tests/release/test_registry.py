@@ -1,5 +1,6 @@
 """MLflow registry promotion: candidates become versions; `champion` moves only when every gate passes."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -286,12 +287,16 @@ def test_verified_exports_become_versions_and_failed_ones_do_not(project, capsys
     gguf = project / "outputs/export/grpo/model-q8_0.gguf"
     gguf.parent.mkdir(parents=True)
     gguf.write_bytes(b"GGUF" + bytes(range(256)) * 4)
-    (project / "metrics/export.json").write_text(json.dumps({"grpo": {"hf_tokens_per_s": 10.0, "artifacts": {
-        "q8_0": {"artifact": "outputs/export/grpo/model-q8_0.gguf", "verified": True, "size_mb": 0.001,
-                 "field_accuracy": 0.5, "reward": 9.0, "retention": {"field_accuracy": 1.04, "reward": 1.02},
-                 "tokens_per_s": 18.0},
-        "q4_k_m": {"artifact": "outputs/export/grpo/model-q4_k_m.gguf", "verified": False,
-                   "error": "outputs/export/grpo/model-q4_k_m.gguf: verification failed: unreadable GGUF"}}}}))
+
+    def verified(hashed=True):  # the export stage's record: the hash of the bytes it verified
+        (project / "metrics/export.json").write_text(json.dumps({"grpo": {"hf_tokens_per_s": 10.0, "artifacts": {
+            "q8_0": {"artifact": "outputs/export/grpo/model-q8_0.gguf", "verified": True, "size_mb": 0.001,
+                     "field_accuracy": 0.5, "reward": 9.0, "retention": {"field_accuracy": 1.04, "reward": 1.02},
+                     "tokens_per_s": 18.0, "md5": hashlib.md5(gguf.read_bytes()).hexdigest() if hashed else None},
+            "q4_k_m": {"artifact": "outputs/export/grpo/model-q4_k_m.gguf", "verified": False,
+                       "error": "outputs/export/grpo/model-q4_k_m.gguf: verification failed: unreadable GGUF"}}}}))
+
+    verified()
     params = load_params(project / "params.yaml")
     v = register(project, "grpo")
     out = registry.register_exports(params, candidate(project, "grpo"), v, root=project)
@@ -305,7 +310,20 @@ def test_verified_exports_become_versions_and_failed_ones_do_not(project, capsys
     local = Path(mlflow.artifacts.download_artifacts("models:/rubricrl-extractor-gguf@grpo-q8_0",
                                                      dst_path=str(project / "dl")))
     assert (local / gguf.name).read_bytes() == gguf.read_bytes()
-    gguf.write_bytes(b"GGUF changed")  # a new export: a new version under the same alias
+    data = gguf.read_bytes()
+    gguf.write_bytes(data[: len(data) // 2])  # cut short after its verification: refused, nothing registered
+    with pytest.raises(registry.RegistryError, match=r"model-q8_0\.gguf: changed since it was verified"):
+        registry.register_exports(params, candidate(project, "grpo"), v, root=project)
+    gguf.write_bytes(data[:100] + bytes(200) + data[300:])  # zeroed in place, same size
+    with pytest.raises(registry.RegistryError, match="changed since it was verified"):
+        registry.register_exports(params, candidate(project, "grpo"), v, root=project)
+    assert len(registry.versions(params, "rubricrl-extractor-gguf")) == 1
+    verified(hashed=False)  # a record without a hash (an older export stage): refused too
+    gguf.write_bytes(data)
+    with pytest.raises(registry.RegistryError, match="recorded no hash"):
+        registry.register_exports(params, candidate(project, "grpo"), v, root=project)
+    gguf.write_bytes(b"GGUF changed")  # a new export, verified: a new version under the same alias
+    verified()
     assert registry.register_exports(params, candidate(project, "grpo"), v, root=project) == [("rubricrl-extractor-gguf", "2", "grpo-q8_0")]
     from rubricrl.cli.main import main
 
@@ -334,3 +352,125 @@ def test_the_flow_registers_each_candidate_and_promotes_them_in_training_order(p
     assert decisions[-1]["registered"] is False and aliases(project) == {"champion": "2", "challenger": "2"}
     assert "student not registered: its gate is fail" in capsys.readouterr().err
     assert "the student was not registered" in (project / registry.REPORT).read_text()
+
+
+class Killed(BaseException):
+    """A kill -9 between two writes: nothing after it runs (not even `except Exception`)."""
+
+
+WRITES = ("set_model_version_tag", "set_registered_model_alias", "set_registered_model_tag",
+          "delete_registered_model_tag")
+
+
+@pytest.fixture
+def killer(monkeypatch):
+    """kill(k): the k-th registry write (an MLflow client write, or the report) raises Killed instead of happening.
+    `count` is the number of writes seen since the last kill(...) call."""
+    from mlflow import MlflowClient
+
+    state = {"at": None, "count": 0}
+
+    def wrap(fn):
+        def write(*args, **kwargs):
+            state["count"] += 1
+            if state["count"] == state["at"]:
+                raise Killed(f"killed before write {state['count']}")
+            return fn(*args, **kwargs)
+        return write
+
+    for name in WRITES:
+        monkeypatch.setattr(MlflowClient, name, wrap(getattr(MlflowClient, name)))
+    monkeypatch.setattr(registry, "write_text", wrap(registry.write_text))
+
+    class Kill:
+        def __call__(self, at):
+            state["at"], state["count"] = at, 0
+
+        @property
+        def count(self):
+            return state["count"]
+
+    return Kill()
+
+
+def _store_copy(project: Path, params, label: str):
+    """The registry as it stands, copied to its own store (a fresh MLflow URI: no cached engine sees the copy)."""
+    import shutil
+
+    dst = project / f"store-{label}"
+    shutil.copytree(project / "mlruns", dst)
+    tracking = params.tracking.model_copy(update={"uri": f"sqlite:///{dst}/mlflow.db"})
+    return params.model_copy(update={"tracking": tracking})
+
+
+def _registry_state(params, report: Path) -> dict:
+    c = registry.client(params.tracking)
+    model = c.get_registered_model("rubricrl-extractor")
+    versions = {str(v.version): {k: v for k, v in v.tags.items() if k.startswith("promotion.")}
+                for v in c.search_model_versions("name = 'rubricrl-extractor'")}
+    return {"aliases": {a: str(v) for a, v in model.aliases.items()},
+            "tags": {k: v for k, v in model.tags.items() if k.startswith("rubricrl.")},
+            "versions": versions, "report": report.read_text() if report.exists() else None}
+
+
+def test_a_promotion_or_rollback_killed_between_any_two_writes_is_completed_by_the_next_command(project, killer,
+                                                                                                 capsys):
+    from rubricrl.cli.main import main
+
+    params = load_params(project / "params.yaml")
+    register(project, "sft")
+    registry.promote(params, report=project / "first.md")  # sft (version 1) champion
+    register(project, "grpo")  # version 2, better: the promotion moves champion
+    # The uninterrupted runs, each on its own copy: promote, then what the next command does after it.
+    ref = _store_copy(project, params, "ref")
+    killer(None)
+    registry.promote(ref, report=project / "ref.md")
+    writes = killer.count
+    assert writes == 10  # intent, 4 gate tags, decision, alias, history, report, done
+    once = _registry_state(ref, project / "ref.md")  # killed before its intent: the rerun is the first promotion
+    registry.promote(ref, report=project / "ref.md")
+    expected = _registry_state(ref, project / "ref.md")
+    assert expected["aliases"]["champion"] == "2" and expected["tags"]["rubricrl.champion_history"] == '["1", "2"]'
+    assert "rubricrl.pending" not in expected["tags"]
+    kills = 0
+    for k in range(1, writes + 1):
+        p = _store_copy(project, params, f"promote-{k}")
+        killer(k)
+        with pytest.raises(Killed):
+            registry.promote(p, report=project / f"promote-{k}.md")
+        kills += 1
+        killer(None)
+        if k > 1:  # the intent was recorded: `registry list` shows it unfinished and repairs nothing
+            before = _registry_state(p, project / f"promote-{k}.md")
+            (project / f"p{k}.yaml").write_text((project / "params.yaml").read_text().replace(
+                params.tracking.uri, p.tracking.uri))
+            main(["registry", "list", "--params", str(project / f"p{k}.yaml")])
+            assert "UNFINISHED: a promotion of version 2 was interrupted" in capsys.readouterr().out
+            assert _registry_state(p, project / f"promote-{k}.md") == before
+        registry.promote(p, report=project / f"promote-{k}.md")
+        assert _registry_state(p, project / f"promote-{k}.md") == (expected if k > 1 else once), k
+        if k > 1:
+            assert "completed the unfinished promotion of version 2" in capsys.readouterr().err
+    # Rollback: champion 2 -> 1, killed before each of its writes, completed by the next command (a dry-run promote).
+    registry.rollback(ref)
+    rolled = _registry_state(ref, project / "ref.md")
+    assert rolled["aliases"]["champion"] == "1" and rolled["tags"]["rubricrl.champion_history"] == '["1"]'
+    assert rolled["versions"]["1"]["promotion.decision"] == "champion (restored by rollback from version 2)"
+    assert rolled["versions"]["2"]["promotion.decision"] == "rolled back to version 1"
+    for k in range(1, 7):  # intent, 2 decision tags, alias, history, done
+        p = _store_copy(project, params, f"rollback-{k}")
+        registry.promote(p, report=project / f"rb-{k}.md")
+        registry.promote(p, report=project / f"rb-{k}.md")  # as `ref` before its rollback
+        killer(k)
+        with pytest.raises(Killed):
+            registry.rollback(p)
+        kills += 1
+        killer(None)
+        if k == 1:  # killed before its intent: nothing happened; the operator's rerun does it
+            registry.rollback(p)
+        else:
+            registry.promote(p, dry_run=True, report=None)
+        got = _registry_state(p, project / f"rb-{k}.md")
+        assert {x: got[x] for x in ("aliases", "tags", "versions")} == \
+            {x: rolled[x] for x in ("aliases", "tags", "versions")}, k
+    print(f"registry kills: {kills}, every one completed")

@@ -332,6 +332,28 @@ def test_cache_key_covers_the_endpoint(server, make_judge, tmp_path):
     assert Handler.hits == Counter(ok=1, ok2=1)
 
 
+def test_a_cache_entry_that_does_not_parse_is_a_miss_said_once(server, make_judge, tmp_path, capsys):
+    import sqlite3
+
+    Handler.hits.clear()
+    first = make_judge(f"{server}/ok", cache_dir=str(tmp_path))
+    first.judge_batch([REQUEST])
+    with sqlite3.connect(tmp_path / "judge.sqlite3") as db:  # a torn write, a foreign value, a wrong type
+        keys = [k for (k,) in db.execute("SELECT key FROM samples")]
+        assert keys
+        db.execute("UPDATE samples SET value = ?", ('{"score": 2, "rea',))
+    again = make_judge(f"{server}/ok", cache_dir=str(tmp_path))
+    verdict = again.judge_batch([REQUEST])[0]
+    assert verdict.score == 2.0 and verdict.calls == 1  # asked again, not a crash
+    err = capsys.readouterr().err
+    assert err.count("judge cache:") == 1 and "does not parse" in err and "treated as a miss" in err
+    with sqlite3.connect(tmp_path / "judge.sqlite3") as db:
+        db.execute("UPDATE samples SET value = ?", ('{"score": true, "reason": "x"}',))
+    third = make_judge(f"{server}/ok", cache_dir=str(tmp_path))
+    assert third.judge_batch([REQUEST])[0].calls == 1
+    assert make_judge(f"{server}/ok", cache_dir=str(tmp_path)).judge_batch([REQUEST])[0].calls == 0  # replaced
+
+
 @pytest.mark.parametrize("path,transient", [
     (None, True),  # nothing listens
     ("trickle_body", True),  # timed out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import sys
 import threading
 from pathlib import Path
 
@@ -25,15 +26,33 @@ class JudgeCache:
         path = Path(cache_dir)
         path.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path / "judge.sqlite3", check_same_thread=False, timeout=30)
+        self._warned = False
+        self.path = path / "judge.sqlite3"
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         with self._lock, self._db:
             self._db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
             self._db.execute("CREATE TABLE IF NOT EXISTS samples (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     def get(self, key: str) -> dict | None:
+        """The cached sample, or None: a miss, or an entry that does not parse as a sample (a miss too: the judge is
+        asked again and the entry replaced; said once per cache on stderr)."""
         with self._lock:
             row = self._db.execute("SELECT value FROM samples WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+            if not (isinstance(value, dict) and isinstance(value.get("score"), (int, float))
+                    and not isinstance(value.get("score"), bool) and isinstance(value.get("reason"), str)):
+                raise ValueError("not a {score, reason} sample")
+        except (ValueError, TypeError) as err:
+            if not self._warned:
+                self._warned = True
+                print(f"judge cache: {self.path}: entry {key[:12]} does not parse ({type(err).__name__}: "
+                      f"{str(err)[:80]}): treated as a miss (said once; later bad entries are misses too)",
+                      file=sys.stderr)
+            return None
+        return value
 
     def put(self, key: str, value: dict) -> None:
         with self._lock, self._db:
