@@ -93,11 +93,8 @@ def convert(model_dir: str | Path, out: str | Path, outtype: str = "f16") -> Pat
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 _checked: dict[tuple, bool] = {}  # (path, size, mtime_ns) -> verified in this process: hash a file once
