@@ -23,10 +23,10 @@ EXIT_ERROR = 2
 ERROR_FILE_ENV = "RUBRICRL_ERROR_FILE"
 
 
-# Libraries whose loggers print to stderr on their own (MLflow prints 40-88 lines of traceback on a locked store
-# or a file-size limit before our error line): held while a command runs (LogHold).
-LIBRARY_LOGGERS = ("mlflow", "alembic", "sqlalchemy", "urllib3", "httpx", "httpcore", "filelock", "git", "gptqmodel",
-                   "datasets", "transformers", "accelerate", "")
+# Loggers whose records are held while a command runs (LogHold): every library's (MLflow printed 40-88 lines of
+# traceback on a locked store or a file-size limit before our error line), but not the project's own nor Prefect's
+# (the flow's progress).
+PASS_THROUGH = ("rubricrl", "prefect")
 DETAILS_DIR = ".cache/logs"
 
 
@@ -46,40 +46,42 @@ def describe(err: BaseException) -> str:
     return f"unexpected {type(err).__name__}: {first} (rerun with --debug or RUBRICRL_DEBUG=1 for the traceback)"
 
 
-class LogHold(logging.Handler):
+class LogHold:
     """Holds the library loggers' records while a command runs. On success the warnings and errors are printed
     as the libraries would have; on failure nothing of them reaches the terminal (one error line): they and the
-    traceback go to a details file."""
+    traceback go to a details file.
+
+    It sits in Logger.callHandlers, so it also holds the records of handlers a library installs after it started
+    (MLflow configures its loggers when it is first imported, deep inside a stage)."""
 
     def __init__(self):
-        super().__init__(logging.DEBUG)
         self.records: list[logging.LogRecord] = []
-        self.saved: dict[str, tuple[list, bool]] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if len(self.records) < 5000:
-            self.records.append(record)
+        self._original = None
 
     def __enter__(self) -> "LogHold":
-        for name in LIBRARY_LOGGERS:
-            logger = logging.getLogger(name)
-            self.saved[name] = (list(logger.handlers), logger.propagate)
-            logger.handlers = [self]
-            logger.propagate = False
+        original = self._original = logging.Logger.callHandlers
+        hold = self
+
+        def call_handlers(logger, record):
+            if record.name.split(".", 1)[0] in PASS_THROUGH:
+                return original(logger, record)
+            if len(hold.records) < 5000:
+                hold.records.append(record)
+
+        logging.Logger.callHandlers = call_handlers
         return self
 
     def restore(self) -> None:
-        for name, (handlers, propagate) in self.saved.items():
-            logger = logging.getLogger(name)
-            logger.handlers, logger.propagate = handlers, propagate
-        self.saved = {}
+        if self._original is not None:
+            logging.Logger.callHandlers = self._original
+            self._original = None
 
     def replay(self) -> None:
         """The held warnings and errors, through the handlers they would have reached (stderr by default)."""
         self.restore()
         for record in self.records:
             if record.levelno >= logging.WARNING:
-                logging.getLogger(record.name).handle(record)
+                logging.getLogger(record.name).callHandlers(record)
         self.records = []
 
     def details(self, err: BaseException) -> str | None:

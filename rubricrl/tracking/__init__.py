@@ -54,6 +54,9 @@ def check_store(cfg: TrackingParams) -> None:
         finally:
             con.close()
     except sqlite3.Error as err:
+        if "locked" in str(err):
+            raise StoreError(f"{db}: the tracking store is locked by another process (waited 30 s); try again when "
+                             f"it is done") from None
         raise StoreError(f"{db}: unreadable tracking store ({type(err).__name__}: {err})") from None
 
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 LOG = """
@@ -91,6 +93,8 @@ def test_registry_commands_refuse_a_missing_or_unreadable_store(tmp_path):
 STAGE = """
 import os, signal, sys
 from pathlib import Path
+
+import pytest
 from rubricrl import tracking
 from rubricrl.config import TrackingParams
 from rubricrl.core.atomic import output_set
@@ -120,3 +124,55 @@ for r in mlflow.search_runs(experiment_names=["rubricrl"], output_format="list",
     print(r.info.run_name, r.info.status)
 """, tmp_path)
     assert runs.stdout.split() == ["report", "KILLED", "report", "FINISHED"], runs.stderr
+
+
+LOGGING_STAGE = """
+from rubricrl import tracking
+from rubricrl.config import TrackingParams
+from rubricrl.core.entry import stage_main
+
+
+def go():
+    with tracking.stage_run(TrackingParams(), "x", {"a": 1}) as run:
+        run.log_metrics({"m": 1.0})
+
+
+stage_main(go)
+"""
+
+
+def _limited(cwd: Path, fsize: int | None = None) -> subprocess.CompletedProcess:
+    import resource
+
+    def limit():
+        if fsize is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", LOGGING_STAGE], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600, preexec_fn=limit)
+
+
+def _one_line(out: subprocess.CompletedProcess) -> str:
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), out.stderr
+    return lines[0]
+
+
+def test_a_file_size_limit_is_one_error_line(tmp_path):
+    line = _one_line(_limited(tmp_path, fsize=64 * 1024))  # MLflow's store outgrows 64 KiB while it is made
+    assert "File too large" in line or "disk" in line or "database" in line, line
+
+
+@pytest.mark.slow
+def test_a_locked_store_is_one_error_line(tmp_path):
+    import sqlite3
+
+    assert _limited(tmp_path).returncode == 0  # the store exists
+    con = sqlite3.connect(tmp_path / "mlruns/mlflow.db", isolation_level=None)
+    try:
+        con.execute("BEGIN EXCLUSIVE")  # another process holds the store
+        line = _one_line(_limited(tmp_path))
+    finally:
+        con.close()
+    assert "locked" in line, line
