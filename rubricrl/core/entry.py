@@ -30,14 +30,10 @@ PASS_THROUGH = ("rubricrl", "prefect")
 DETAILS_DIR = ".cache/logs"
 
 
-def _one_line(text: str) -> str:
-    return " | ".join(line.strip() for line in str(text).splitlines() if line.strip())
-
-
 def describe(err: BaseException) -> str:
     """What went wrong, for a user, in one line: the project's own message, or the OS's with the file it names."""
     if isinstance(err, RubricRLError):
-        return _one_line(err)
+        return str(err)  # its details may follow on lines of their own (a task file's problems), never a traceback
     if isinstance(err, OSError) and err.filename is not None:
         return f"{err.filename}: {err.strerror or err}"
     if isinstance(err, ValidationError):

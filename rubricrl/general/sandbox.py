@@ -266,6 +266,13 @@ def _candidates() -> list[_Plan]:
     return [replace(plan, cgroup=c) for plan in isolated for c in ([cgroups] if cgroups else []) + [None]]
 
 
+def _interpreter_folders() -> list[str]:
+    """The folders Python needs to start: its base installation, the virtual environment, the executable's folder
+    (outermost first, each once)."""
+    found = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, os.path.dirname(sys.executable))})
+    return [f for i, f in enumerate(found) if not any(f.startswith(g + "/") for g in found[:i])]
+
+
 def _hidden_interpreter_folders() -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The interpreter's folders that lie under a folder other users cannot enter, grouped by the
     topmost such folder: an own uid could not even start Python without bind-mounting them back."""
@@ -484,9 +491,16 @@ def _private_files(work: str, program: str, owner: tuple[int, int], limits: _Lim
     handles = {sub: os.open(Path(work, sub), os.O_PATH) for sub in ("tmp", "shm")}
     if reexpose:
         _reexpose(reexpose)
+    # The interpreter itself may lie under a covered folder (a checkout and its .venv in /tmp): bound back below.
+    inside = [f for f in _interpreter_folders() if any(f == t or f.startswith(t + "/") for t in _SHARED_TMP)]
+    kept = {f: os.open(f, os.O_PATH) for f in inside}
     for target, sub in (("/tmp", "tmp"), ("/var/tmp", "tmp"), ("/dev/shm", "shm")):
         if os.path.isdir(target):
             _bind(handles[sub], target)
+    for folder, handle in kept.items():
+        os.makedirs(folder, exist_ok=True)
+        _bind(handle, folder)
+        os.close(handle)
     if not os.path.exists(work) or not os.path.samestat(os.stat(work), os.fstat(root)):
         os.makedirs(work, exist_ok=True)
         _bind(root, work)
