@@ -14,7 +14,8 @@ import numpy as np
 
 from rubricrl.core.atomic import output_set, write_json, write_jsonl, write_text
 from rubricrl.metrics.bootstrap import ratio_ci
-from rubricrl.inference.generate import generate_with_stats
+from rubricrl.core.resume import Journal
+from rubricrl.inference.generate import generate_journaled, generate_with_stats
 from rubricrl.metrics.strict import StrictCounts, strict_counts, summarize
 from rubricrl.reward.parse import Shape, parse_response
 from rubricrl.reward.scoring import RubricScorer
@@ -160,16 +161,23 @@ def samples_markdown(samples: list[dict], k: int = 20, response_chars: int = 200
 
 def evaluate_model(model_dir: str | Path, tasks: Sequence[Task], scorer: RubricScorer, out_dir: str | Path,
                    batch_size: int = 8, max_new_tokens: int = 256, n_samples_table: int = 20,
-                   n_boot: int = 1000, seed: int = 0, engine: str = "transformers") -> dict:
+                   n_boot: int = 1000, seed: int = 0, engine: str = "transformers", journal: Journal | None = None,
+                   save_every: int = 32) -> dict:
     """Generate greedily, evaluate, and write out_dir/{metrics.json, responses.jsonl, samples.md}.
 
     metrics.json holds the metrics without the per-response samples, plus "generation" (model_dir,
-    token counts, seconds, tokens/s, truncated count); the returned dict has the samples as well.
+    token counts, seconds, tokens/s, truncated count); the returned dict has the samples as well. With a
+    `journal`, answers are generated `save_every` tasks at a time and kept there (a rerun reads them back).
     """
     tasks = list(tasks)
     out = Path(out_dir)
-    responses, stats = generate_with_stats(model_dir, tasks, batch_size=batch_size, max_new_tokens=max_new_tokens,
-                                           desc=f"eval {Path(model_dir).name}", engine=engine)
+    desc = f"eval {Path(model_dir).name}"
+    if journal is None:
+        responses, stats = generate_with_stats(model_dir, tasks, batch_size=batch_size, max_new_tokens=max_new_tokens,
+                                               desc=desc, engine=engine)
+    else:
+        responses, stats = generate_journaled(model_dir, tasks, journal, save_every, batch_size=batch_size,
+                                              max_new_tokens=max_new_tokens, desc=desc, engine=engine)
     metrics = evaluate_responses(tasks, responses, scorer, n_boot=n_boot, seed=seed)
     metrics["generation"] = {"model_dir": str(model_dir), **stats.to_dict()}
     with output_set(out, f"{out}: another run is writing here; waiting for it") as stage:

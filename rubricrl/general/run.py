@@ -17,8 +17,11 @@ Nothing here shares code with the rubric reward or the task metric.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Callable
 
+from rubricrl.core.resume import Journal
 from rubricrl.core.tables import table
 from rubricrl.metrics.decide import combine, decide
 from rubricrl.metrics.paired import paired_difference
@@ -35,10 +38,13 @@ def active_suites(cfg) -> list[str]:
     return [s for s in SUITES if getattr(cfg.sizes, s) != 0]
 
 
-def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=None) -> dict:
+def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=None,
+             journals: Callable[[str], Journal] | None = None) -> dict:
     """{suite: {"summary": {...}, "score": headline number, "items": [per-item rows]}} for one model.
 
-    cfg: GeneralParams. Greedy replies to each prompt as a single user turn, through the model's chat template."""
+    cfg: GeneralParams. Greedy replies to each prompt as a single user turn, through the model's chat template.
+    `journals(suite)`: a journal that keeps the suite's replies, generated cfg.save_every items at a time (a rerun
+    after a kill reads them back; rubricrl.core.resume). Scoring and perplexity are redone (seconds)."""
     from rubricrl.inference import llamacpp
     from rubricrl.inference.generate import default_threads, greedy_chat, load_for_generation, resolve_engine
 
@@ -50,12 +56,26 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
         items = module.load(getattr(cfg.sizes, suite))
         limit = cfg.max_new_tokens[suite]
         chats = [[{"role": "user", "content": it["prompt"]}] for it in items]
-        if resolve_engine(cfg.engine) == "llama_cpp" and model_and_tokenizer is None:
-            replies = llamacpp.generate_chat(model_dir, chats, limit, default_threads(), desc=f"{desc} {suite}".strip(),
-                                             batch=cfg.batch_size)[0]
+
+        def reply(chats: list[list[dict]], label: str) -> list[str]:
+            if resolve_engine(cfg.engine) == "llama_cpp" and model_and_tokenizer is None:
+                return llamacpp.generate_chat(model_dir, chats, limit, default_threads(), desc=label,
+                                              batch=cfg.batch_size)[0]
+            return greedy_chat(model, tokenizer, chats, batch_size=cfg.batch_size, max_new_tokens=limit, desc=label)
+
+        label = f"{desc} {suite}".strip()
+        if journals is None:
+            replies = reply(chats, label)
         else:
-            replies = greedy_chat(model, tokenizer, chats, batch_size=cfg.batch_size, max_new_tokens=limit,
-                                  desc=f"{desc} {suite}".strip())
+            journal = journals(suite)
+            replies = [r["response"] for r in journal.map(
+                [it["id"] for it in items],
+                lambda ix: [{"id": items[i]["id"], "response": r} for i, r in zip(ix, reply(
+                    [chats[i] for i in ix], f"{label} ({ix[0] + 1}-{ix[-1] + 1} of {len(items)})"))],
+                cfg.save_every)]
+            if journal.read_back:
+                print(f"{label}: {journal.read_back} of {len(items)} replies read back from {journal.path} "
+                      "(generated before an interruption)", file=sys.stderr)
         scored = [module.score(it, r, timeout_s=cfg.code_timeout_s, limits=cfg.sandbox) if suite == "humaneval"
                   else module.score(it, r) for it, r in zip(items, replies)]
         rows = [{"id": it["id"], "lang": it.get("lang"), "response": r, **s} for it, r, s in zip(items, replies, scored)]

@@ -23,6 +23,7 @@ is the costliest part on 2 cores), which makes it token-level distillation on th
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -179,8 +180,8 @@ def load_pair(teacher_dir: str | Path, student_dir: str | Path, device: str = "c
     return teacher.eval(), student.eval()
 
 
-def gkd_config(cfg, output_dir: str, seed: int = 0):
-    """TRL's GKDConfig from the distill settings (DistillParams)."""
+def gkd_config(cfg, output_dir: str, seed: int = 0, save: bool = False):
+    """TRL's GKDConfig from the distill settings (DistillParams); save: a checkpoint every cfg.save_steps steps."""
     import os
 
     import torch
@@ -199,20 +200,25 @@ def gkd_config(cfg, output_dir: str, seed: int = 0):
                      use_cpu=cfg.device == "cpu" or not torch.cuda.is_available(),
                      bf16=resolve_precision(cfg.device, cfg.precision) == "bf16",
                      fp16=False, logging_steps=1,
-                     save_strategy="no", report_to=[], lr_scheduler_type="constant", warmup_steps=0)
+                     save_strategy="steps" if save else "no", save_steps=cfg.save_steps, save_total_limit=None,
+                     report_to=[], lr_scheduler_type="constant", warmup_steps=0)
 
 
 def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: list[list[dict]], out_dir: str | Path,
-              cfg, seed: int = 0, callbacks=()) -> dict:
-    """GKD of the student on the teacher's conversations; saves the student to out_dir. cfg: DistillParams. A
-    non-finite update is skipped (rubricrl.train.nonfinite); `callbacks` run after that guard."""
+              cfg, seed: int = 0, callbacks=(), checkpoints: str | Path | None = None) -> dict:
+    """GKD of the student on the teacher's conversations; saves the student to out_dir (written beside it, then
+    renamed). cfg: DistillParams. A non-finite update is skipped (rubricrl.train.nonfinite); `callbacks` run after
+    that guard. `checkpoints`: a folder for a checkpoint every cfg.save_steps steps (weights, optimizer, RNG, data
+    position); training resumes from the newest complete one there, as SFT does (rubricrl.train.sft)."""
     import shutil
     import tempfile
 
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerState
 
     from rubricrl.inference.hf import placement
+    from rubricrl.train.checkpoints import (CheckpointCallback, is_final, latest_complete, marker,
+                                           publish_checkpoint_model, publish_dir, remove_incomplete, temp_dir_for)
     from rubricrl.train.nonfinite import NonFiniteGuard
 
     tokenizer = AutoTokenizer.from_pretrained(str(student_dir))
@@ -225,21 +231,43 @@ def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: l
     teacher = AutoModelForCausalLM.from_pretrained(str(teacher_dir), dtype=placement(cfg.device, cfg.precision)[1])
     align_vocab(student, teacher.config.get_text_config().vocab_size)
     guard = NonFiniteGuard("distill", cfg.max_skipped_updates)
-    work = tempfile.mkdtemp(prefix="rubricrl-gkd-")  # the trainer's scratch folder, outside the stage's outputs
-    args = gkd_config(cfg, work, seed)
+    # the trainer's scratch folder outside the stage's outputs, or the checkpoints' folder
+    work = str(checkpoints) if checkpoints is not None else tempfile.mkdtemp(prefix="rubricrl-gkd-")
+    args = gkd_config(cfg, work, seed, save=checkpoints is not None)
+    start = None
+    if checkpoints is not None:
+        remove_incomplete(work)  # a save cut off by a kill
+        start = latest_complete(work)
+    out = Path(out_dir)
+    if start is not None:  # the steps skipped before the kill, as the uninterrupted run lists them
+        guard.skipped = list(marker(start).get("skipped", []))
+        print(f"distill: resuming GKD from {start.path} (step {start.step}, saved before an interruption)",
+              file=sys.stderr)
+
+    def summary(state, seconds: float) -> dict:
+        losses = [h["loss"] for h in state.log_history if "loss" in h]
+        return {"steps": state.global_step, "train_seconds": round(seconds, 1),
+                "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+                "losses": [round(x, 5) for x in losses],
+                "skipped_updates": list(guard.skipped), "precision": "bf16" if args.bf16 else "fp32"}
+
+    if start is not None and is_final(start):  # trained to the end, killed before the student was published
+        publish_checkpoint_model(start.path, out, Path(student_dir))
+        return summary(TrainerState.load_from_json(str(start.path / "trainer_state.json")), 0.0)
     from trl.experimental.gkd import GKDTrainer
 
+    saves = [CheckpointCallback(keep=1, protected_step=lambda: None, extra=lambda: {"skipped": guard.skipped})
+             ] if checkpoints is not None else []
     trainer = GKDTrainer(model=student, teacher_model=teacher, args=args,
                          train_dataset=Dataset.from_list([{"messages": m} for m in conversations]),
-                         processing_class=tokenizer, callbacks=[guard, *callbacks])
+                         processing_class=tokenizer, callbacks=[guard, *callbacks, *saves])
     try:
-        result = trainer.train()
+        result = trainer.train(resume_from_checkpoint=str(start.path) if start else None)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-    trainer.save_model(str(out_dir))
-    tokenizer.save_pretrained(str(out_dir))
-    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    return {"steps": trainer.state.global_step, "train_seconds": round(result.metrics.get("train_runtime", 0), 1),
-            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
-            "losses": [round(x, 5) for x in losses],
-            "skipped_updates": list(guard.skipped), "precision": "bf16" if args.bf16 else "fp32"}
+        if checkpoints is None:
+            shutil.rmtree(work, ignore_errors=True)
+    tmp = temp_dir_for(out)
+    trainer.save_model(str(tmp))
+    tokenizer.save_pretrained(str(tmp))
+    publish_dir(tmp, out)
+    return summary(trainer.state, result.metrics.get("train_runtime", 0))

@@ -3,15 +3,16 @@ student before and after, and teacher, on the same test tasks. Its report sectio
 
 from __future__ import annotations
 
-import shutil
+import json
 from pathlib import Path
 
 from rubricrl import tracking
 from rubricrl.config import Params, load_params
-from rubricrl.core.atomic import write_jsonl, write_text
+from rubricrl.core.atomic import write_json, write_jsonl, write_text
 from rubricrl.core.entry import stage_main
 from rubricrl.core.errors import ConfigError
 from rubricrl.core.jsonio import read_jsonl
+from rubricrl.core.resume import ResumeDir
 from rubricrl.core.tables import table
 from rubricrl.core.taskfile import load_tasks
 from rubricrl.reward.load import load_rubric
@@ -103,12 +104,13 @@ def general_base_rows(general) -> dict:
     return base
 
 
-def general_suites(student_dir: Path, cfg, base: dict) -> dict:
+def general_suites(student_dir: Path, cfg, base: dict, resume: ResumeDir | None = None) -> dict:
     """The student on the general suites, paired vs base's rows: metrics/general.json's shape (its rows and
-    eval_general's report format in outputs/distill/general/)."""
+    eval_general's report format in outputs/distill/general/). `resume`: its replies journaled there."""
     from rubricrl.general.run import compare, evaluate, gate, markdown
 
-    results = evaluate(student_dir, cfg, desc="general student")
+    results = evaluate(student_dir, cfg, desc="general student",
+                       journals=(lambda suite: resume.journal(f"general-{suite}")) if resume else None)
     for suite in results:
         write_jsonl(OUT / "general" / f"{suite}.jsonl", results[suite]["items"])
     paired = compare({"base": base, "student": results}, n_boot=cfg.n_boot)
@@ -125,7 +127,8 @@ def run(params: Params) -> DistillResult:
 
     from rubricrl.release.distill import (build_student, gkd_train, hardness, layer_importance, load_pair,
                                           named_student)
-    from rubricrl.inference.generate import generate_with_stats
+    from rubricrl.inference.generate import generate_journaled, resolve_engine
+    from rubricrl.train.checkpoints import publish_dir, temp_dir_for
     from rubricrl.evaluate.task import evaluate_responses, test_slice
     from rubricrl.core.prompt import task_messages
     from rubricrl.core.slices import stratified
@@ -141,29 +144,41 @@ def run(params: Params) -> DistillResult:
     tests = stratified(test_slice(load_tasks(DATA.test), params.eval.max_per_part), cfg.eval_tasks)
     scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
                           policy_model=params.policy.model)
-    work = OUT.with_name(".distill.work")
-    shutil.rmtree(work, ignore_errors=True)
+    # What a rerun after a kill reads back (the same settings, data and teacher only): the teacher's answers, the
+    # initial student, GKD's checkpoints and the students' eval answers (rubricrl.core.resume).
+    resume = ResumeDir("distill", cfg.model_dump(mode="json"), params.data.seed, resolve_engine(cfg.engine),
+                       [t.id for t in pool], [t.id for t in tests], tracking.weights_digest(TEACHER),
+                       params.general.model_dump(mode="json") if cfg.general else None)
     with tracking.stage_run(params.tracking, "distill", {"distill": cfg.model_dump()}) as run:
-        init = work / "student_init"
+        init = resume.folder("student_init")
         # The teacher's answers, once; the conversations GKD trains on.
-        answers, _ = generate_with_stats(TEACHER, pool, batch_size=cfg.batch_eval, max_new_tokens=cfg.max_new_tokens,
-                                         desc="teacher answers", engine=cfg.engine)
+        answers, _ = generate_journaled(TEACHER, pool, resume.journal("teacher"), cfg.save_every,
+                                        batch_size=cfg.batch_eval, max_new_tokens=cfg.max_new_tokens,
+                                        desc="teacher answers", engine=cfg.engine)
         write_jsonl(OUT / "teacher.jsonl", ({"id": t.id, "answer": a} for t, a in zip(pool, answers)))
         conversations = [task_messages(t) + [{"role": "assistant", "content": a}] for t, a in zip(pool, answers)]
         tok = AutoTokenizer.from_pretrained(TEACHER)
-        if cfg.student == "layers":
+        info_file = resume.folder("student_init.json")
+        if info_file.exists():  # built before a kill (published whole, then its description written)
+            info = json.loads(info_file.read_text(encoding="utf-8"))
+        elif cfg.student == "layers":
             importance = None
             if cfg.layers_by == "importance":
                 teacher = AutoModelForCausalLM.from_pretrained(TEACHER, dtype=placement(cfg.device, cfg.precision)[1])
                 importance = layer_importance(teacher.to(placement(cfg.device, cfg.precision)[0]).eval(), tok,
                                               conversations)
                 del teacher
+            tmp = temp_dir_for(init)
             info = {"student": f"{cfg.student_layers}-layer SmolLM2 from the teacher's layers (by {cfg.layers_by})",
-                    **build_student(TEACHER, init, cfg.student_layers, importance)}
+                    **build_student(TEACHER, tmp, cfg.student_layers, importance)}
+            publish_dir(tmp, init)
             if importance is not None:
                 info["importance"] = [round(x, 4) for x in importance]
         else:
-            info = {"student": cfg.student, **named_student(cfg.student, TEACHER, init)}
+            tmp = temp_dir_for(init)
+            info = {"student": cfg.student, **named_student(cfg.student, TEACHER, tmp)}
+            publish_dir(tmp, init)
+        write_json(info_file, info)
         # Held-out conversations: the test slice with the teacher's eval answers (its divergence is the gate's).
         by_id = {r["id"]: r["response"] for r in read_jsonl(EVAL_TASK.responses("grpo"))}
         heldout = [task_messages(t) + [{"role": "assistant", "content": by_id[t.id]}] for t in tests]
@@ -176,15 +191,16 @@ def run(params: Params) -> DistillResult:
                     hardness_kept=sum(kl[i] for i in hardest) / len(hardest),
                     prompts=[pool[i].id for i in hardest])
         train = gkd_train(init, TEACHER, [conversations[i] for i in hardest], PATHS.student, cfg,
-                          seed=params.data.seed)
+                          seed=params.data.seed, checkpoints=resume.folder("gkd"))
         teacher, student = load_pair(TEACHER, PATHS.student, cfg.device, cfg.precision)
         divergence["after"] = sum(k := hardness(teacher, student, tok, heldout)) / len(k)
         del teacher, student
         by_model = {}
         for name, model_dir in (("student before", init), ("student after", Path(PATHS.student))):
-            responses, _ = generate_with_stats(model_dir, tests, batch_size=cfg.batch_eval,
-                                               max_new_tokens=cfg.max_new_tokens, desc=f"eval {name}",
-                                               engine=cfg.engine)
+            responses, _ = generate_journaled(model_dir, tests, resume.journal(f"eval-{name.replace(' ', '-')}"),
+                                              cfg.save_every, batch_size=cfg.batch_eval,
+                                              max_new_tokens=cfg.max_new_tokens, desc=f"eval {name}",
+                                              engine=cfg.engine)
             metrics = evaluate_responses(tests, responses, scorer)
             by_model[name] = numbers(metrics)
         # The distilled student's answers, in the eval's row format: the export stage's retention baseline.
@@ -196,7 +212,7 @@ def run(params: Params) -> DistillResult:
         after, teacher = by_model["student after"]["all"], by_model["teacher"]["all"]
         retention = {k: round(after[k] / teacher[k], 4) if after[k] is not None and teacher[k] else None
                      for k in ("field_accuracy", "reward_mean")}
-        general = general_suites(Path(PATHS.student), params.general, base_general) if cfg.general else None
+        general = general_suites(Path(PATHS.student), params.general, base_general, resume) if cfg.general else None
         report = markdown(info, train, by_model, retention) + gate_markdown(gate)
         if general:
             report += "\n" + (OUT / "general" / "report.md").read_text(encoding="utf-8").replace("# ", "## ", 1)
@@ -211,7 +227,7 @@ def run(params: Params) -> DistillResult:
         if general:
             run.log_metrics({f"general.{s}": v["score"] for s, v in general["models"]["student"].items()})
         run.log_artifact(PATHS.section, "distill")
-    shutil.rmtree(work, ignore_errors=True)
+    resume.clear()
     print(f"distill: {PATHS.section}")
     return result
 

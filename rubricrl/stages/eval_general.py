@@ -10,6 +10,7 @@ from rubricrl import tracking
 from rubricrl.config import Params, load_params
 from rubricrl.core.atomic import write_jsonl, write_text
 from rubricrl.core.entry import stage_main
+from rubricrl.core.resume import ResumeDir
 from rubricrl.stages.base import Result
 from rubricrl.stages.paths import EVAL_GENERAL as PATHS
 from rubricrl.stages.paths import MODELS
@@ -27,12 +28,17 @@ class GeneralResult(Result):
 
 def run(params: Params) -> GeneralResult:
     from rubricrl.general.run import compare, evaluate, gate, gate_summary, markdown
+    from rubricrl.inference.generate import resolve_engine
 
     cfg = params.general
     results = {}
+    # Replies already generated for these settings, items and weights are read back (a rerun after a kill).
+    resume = ResumeDir("eval_general", cfg.model_dump(mode="json"), resolve_engine(cfg.engine),
+                       tracking.data_hashes([PATHS.suites]), {name: tracking.weights_digest(d) for name, d in MODELS.items()})
     with tracking.stage_run(params.tracking, "eval_general", {"general": cfg.model_dump()}) as run:
         for name, model_dir in MODELS.items():
-            results[name] = evaluate(model_dir, cfg, desc=f"general {name}")
+            results[name] = evaluate(model_dir, cfg, desc=f"general {name}",
+                                     journals=lambda suite, name=name: resume.journal(f"{name}-{suite}"))
             for suite in results[name]:
                 write_jsonl(Path(PATHS.rows(name)) / f"{suite}.jsonl", results[name][suite]["items"])
                 run.log_metrics({f"{name}.{suite}.{k}": v for k, v in results[name][suite]["summary"].items()
@@ -50,6 +56,7 @@ def run(params: Params) -> GeneralResult:
         for m, g in gates.items():
             print(f"eval_general: {m}: general gate {gate_summary(g)}")
         print(f"eval_general: {PATHS.section}")
+    resume.clear()
     return result
 
 

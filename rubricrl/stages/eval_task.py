@@ -10,6 +10,7 @@ from rubricrl import tracking
 from rubricrl.config import Params, load_params
 from rubricrl.core.atomic import write_csv, write_text
 from rubricrl.core.entry import stage_main
+from rubricrl.core.resume import ResumeDir
 from rubricrl.core.taskfile import load_tasks
 from rubricrl.reward.load import load_rubric
 from rubricrl.reward.scoring import RubricScorer
@@ -61,6 +62,7 @@ def run(params: Params) -> EvalResult:
     from rubricrl.evaluate.plots import plot_models, plot_paired
     from rubricrl.evaluate.section import comparison_markdown
     from rubricrl.evaluate.task import evaluate_model, test_slice
+    from rubricrl.inference.generate import resolve_engine
     from rubricrl.metrics.compare import paired_comparisons
 
     cfg = params.eval
@@ -68,6 +70,9 @@ def run(params: Params) -> EvalResult:
     scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
                           policy_model=params.policy.model)
     summary, samples = {}, {}
+    # Answers already generated for these settings, tasks and weights are read back (a rerun after a kill).
+    resume = ResumeDir("eval_task", cfg.model_dump(mode="json"), resolve_engine(cfg.engine), [t.id for t in tasks],
+                       {name: tracking.weights_digest(d) for name, d in MODELS.items()})
     with tracking.stage_run(params.tracking, "eval_task", {"eval": cfg.model_dump()}, inputs=[DATA.test]) as run:
         for name, model_dir in MODELS.items():
             # The base model on a stratified sub-slice: its gap to SFT is large (0.05 vs 0.42 here), so fewer
@@ -75,7 +80,8 @@ def run(params: Params) -> EvalResult:
             subset = test_slice(tasks, cfg.base_per_part) if name == "base" else tasks
             metrics = evaluate_model(model_dir, subset, scorer, OUT / name, batch_size=cfg.batch_size,
                                      max_new_tokens=cfg.max_new_tokens, n_samples_table=cfg.samples_table,
-                                     n_boot=cfg.n_boot, engine=cfg.engine)
+                                     n_boot=cfg.n_boot, engine=cfg.engine, journal=resume.journal(name),
+                                     save_every=cfg.save_every)
             groups = {"all": metrics["all"], **metrics["parts"]}
             summary[name] = {part: headline(g) for part, g in groups.items()}
             samples[name] = metrics["samples"]
@@ -96,6 +102,7 @@ def run(params: Params) -> EvalResult:
                          for r in paired for k in ("diff", "p")})
         run.log_artifact(PATHS.section, "eval")
         print(f"eval_task: {PATHS.section}")
+    resume.clear()
     return result
 
 

@@ -1,10 +1,13 @@
 """DVC stage `export`: GGUF Q8_0 and Q4_K_M and GPTQ 4-bit of the GRPO policy and the distilled student, each
 reloaded and scored on test tasks (retention vs the source's own answers: the eval's for the policy, the distill
-stage's for the student), tokens/s vs HF fp32, and a llama_cpp.server + openai serve check."""
+stage's for the student), tokens/s vs HF fp32, and a llama_cpp.server + openai serve check. A rerun after a kill
+puts back each artifact verified before it (hard links kept in .cache/resume/export, checked against their md5)."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 from pydantic import RootModel
@@ -15,6 +18,7 @@ from rubricrl.core.atomic import write_json, write_text
 from rubricrl.core.entry import stage_main
 from rubricrl.core.errors import RubricRLError
 from rubricrl.core.jsonio import read_jsonl
+from rubricrl.core.resume import ResumeDir
 from rubricrl.core.tables import table
 from rubricrl.core.taskfile import load_tasks
 from rubricrl.reward.load import load_rubric
@@ -103,33 +107,50 @@ def run(params: Params) -> ExportResult:
                           policy_model=params.policy.model)
     threads = default_threads()
     results = {}
+    active = {n: k for n, k in cfg.artifacts.items() if k}
+    # Artifacts made and verified before a kill (these settings, tasks, rubric and weights only) are kept in the
+    # resume folder with their records and put back instead of being made again (rubricrl.core.resume).
+    resume = ResumeDir("export", cfg.model_dump(mode="json"), params.eval.max_per_part, [t.id for t in tasks],
+                       tracking.data_hashes([RUBRIC.rubric]),
+                       {n: tracking.weights_digest(SOURCES[n][0]) for n in active})
+    done = resume.journal("artifacts")
     with tracking.stage_run(params.tracking, "export", {"export": cfg.model_dump()}) as run:
-        for name, kinds in ((n, k) for n, k in cfg.artifacts.items() if k):
+        for name, kinds in active.items():
             model_dir, responses = SOURCES[name]
             source = source_numbers(responses, [t.id for t in tasks])
             if "gptq" in kinds:
                 gptq_group_check(model_dir, cfg.gptq.group_size)  # a setting error: fail the stage, name the key
+            if f"{name}/hf" not in done.rows:  # timed once: a rerun keeps the measurement
+                done.add([{"id": f"{name}/hf", "tokens_per_s": tokens_per_s_hf(model_dir, speed, cfg.speed_tokens,
+                                                                              threads)}])
             r = {"source": source, "source_size_mb": round(sum(p.stat().st_size for p in Path(model_dir).glob(
-                "*.safetensors")) / 2**20, 1), "hf_tokens_per_s": tokens_per_s_hf(model_dir, speed, cfg.speed_tokens,
-                                                                                  threads), "artifacts": {}}
+                "*.safetensors")) / 2**20, 1), "hf_tokens_per_s": done.rows[f"{name}/hf"]["tokens_per_s"],
+                "artifacts": {}}
 
             def verified(kind: str, path: Path, make) -> None:
                 """Make and verify one artifact; a failure is recorded with its message (it blocks promotion)."""
-                try:
-                    a = make()
-                except ExportError as err:
-                    r["artifacts"][kind] = {"artifact": str(path), "verified": False, "error": str(err)}
-                    return
-                a["md5"] = tracking.artifact_md5(path)  # the bytes verified: the registry publishes only these
-                a["retention"] = retention(a, source)
-                kept = a["retention"]["field_accuracy"]
-                goal = cfg.goals.get(kind)
-                a["meets_goal"] = goal is None or (kept is not None and kept >= goal)
-                a["verified"] = a["meets_goal"] or not cfg.gate_on_retention
+                copy = resume.folder("kept") / path.relative_to(OUT)
+                record = done.rows.get(f"{name}/{kind}")
+                if record and restore(copy, path, record["record"].get("md5")):
+                    a = record["record"]
+                else:
+                    try:
+                        a = make()
+                    except ExportError as err:
+                        r["artifacts"][kind] = {"artifact": str(path), "verified": False, "error": str(err)}
+                        return
+                    a["md5"] = tracking.artifact_md5(path)  # the bytes verified: the registry publishes only these
+                    a["retention"] = retention(a, source)
+                    goal = cfg.goals.get(kind)
+                    kept = a["retention"]["field_accuracy"]
+                    a["meets_goal"] = goal is None or (kept is not None and kept >= goal)
+                    a["verified"] = a["meets_goal"] or not cfg.gate_on_retention
+                    keep(path, copy)
+                    done.add([{"id": f"{name}/{kind}", "record": a}])
                 r["artifacts"][kind] = a
                 run.log_metrics({f"{name}.{kind}.{k}": a[k] for k in ("size_mb", "field_accuracy", "reward",
                                                                        "tokens_per_s")}
-                                | {f"{name}.{kind}.retention": kept})
+                                | {f"{name}.{kind}.retention": a["retention"]["field_accuracy"]})
 
             def gguf(kind: str, path: Path) -> dict:
                 f16 = gguf_for(model_dir, "f16")
@@ -160,7 +181,34 @@ def run(params: Params) -> ExportResult:
         write_json(PATHS.result, result.model_dump(mode="json"))
         run.log_artifacts(OUT, "export")  # the report and the quantized files themselves
         print(f"export: {PATHS.section}")
+    resume.clear()
     return result
+
+
+def keep(path: Path, kept: Path) -> None:
+    """Hard links of a verified artifact's files in the resume folder (the same filesystem: no copy); DVC deletes
+    the stage's outputs before a rerun, the links keep the bytes."""
+    shutil.rmtree(kept, ignore_errors=True) if kept.is_dir() else kept.unlink(missing_ok=True)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for f in files:
+        target = kept if path.is_file() else kept / f.relative_to(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.link(f, target)
+
+
+def restore(kept: Path, path: Path, md5: str | None) -> bool:
+    """Put a kept artifact back at `path` when its bytes still have the verified md5; False: make it again."""
+    if md5 is None or not kept.exists() or tracking.artifact_md5(kept) != md5:
+        return False
+    if path.exists():
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    files = [kept] if kept.is_file() else sorted(p for p in kept.rglob("*") if p.is_file())
+    for f in files:
+        target = path if kept.is_file() else path / f.relative_to(kept)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.link(f, target)
+    print(f"export: {path}: verified before an interruption, put back ({md5})")
+    return True
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 from rubricrl import tracking
 from rubricrl.config import Params, load_params
 from rubricrl.core.entry import stage_main
+from rubricrl.core.resume import ResumeDir
 from rubricrl.core.tables import table
 from rubricrl.core.taskfile import load_tasks
 from rubricrl.stages.base import Result, write_section
@@ -39,9 +40,18 @@ def run(params: Params) -> SFTResult | None:
     cfg = params.sft
     tasks = load_tasks(DATA.train)[: cfg.max_tasks]
     state = process_state(cfg)
+    # Checkpoints of these settings, tasks and starting weights only (another configuration's are deleted): the main
+    # process decides, the others wait and then find the folder as it left it.
+    stamp = (cfg.model_dump(mode="json"), [t.id for t in tasks], tracking.weights_digest(PREPARE_MODEL.model))
+    if state.is_main_process:
+        resume = ResumeDir("sft", *stamp)
+    state.wait_for_everyone()
+    if not state.is_main_process:
+        resume = ResumeDir("sft", *stamp)
     with rank_run(state.is_main_process, lambda: tracking.stage_run(
             params.tracking, "sft", {"sft": cfg.model_dump(mode="json")}, inputs=[DATA.train])) as run:
-        trained = train_sft(PREPARE_MODEL.model, tasks, PATHS.model, cfg)  # per-step loss goes to this MLflow run
+        # per-step loss goes to this MLflow run
+        trained = train_sft(PREPARE_MODEL.model, tasks, PATHS.model, cfg, checkpoints=resume.folder("checkpoints"))
         if not state.is_main_process:
             return None
         result = SFTResult(train_tasks=len(tasks), wall_seconds=trained.train_seconds, examples=trained.examples,
@@ -54,6 +64,7 @@ def run(params: Params) -> SFTResult | None:
                          "processes": result.processes, "skipped_updates": len(result.skipped_updates)})
         run.set_tag("rubricrl.precision.sft", result.precision)
         run.log_outputs([trained.model_dir / "config.json"])
+    resume.clear()
     return result
 
 

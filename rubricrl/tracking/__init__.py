@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from rubricrl.core import crashpoint
 from rubricrl.config import OVERLAY_ENV, TrackingParams, env_overlays
 from rubricrl.core.errors import RubricRLError
 
@@ -182,28 +183,36 @@ class Run:
 
     def log_metrics(self, metrics: dict) -> None:
         """None values are left out; characters MLflow refuses in a name ('pass@1') become '_'."""
+        crashpoint.point("tracking")
         self.mlflow.log_metrics({re.sub(r"[^\w\-. :/]", "_", k): v for k, v in metrics.items() if v is not None})
 
     def log_dict(self, obj: dict, name: str) -> None:
+        crashpoint.point("tracking")
         self.mlflow.log_dict(obj, name)
 
     def log_table(self, data: dict, name: str) -> None:
+        crashpoint.point("tracking")
         self.mlflow.log_table(data, name)
 
     def log_artifact(self, path: str | Path, folder: str | None = None) -> None:
+        crashpoint.point("tracking")
         self.mlflow.log_artifact(str(path), folder)
 
     def log_artifacts(self, path: str | Path, folder: str | None = None) -> None:
+        crashpoint.point("tracking")
         self.mlflow.log_artifacts(str(path), folder)
 
     def set_tag(self, key: str, value) -> None:
+        crashpoint.point("tracking")
         self.mlflow.set_tag(key, value)
 
     def set_tags(self, tags: dict) -> None:
+        crashpoint.point("tracking")
         self.mlflow.set_tags(tags)
 
     def log_outputs(self, outputs: list[str | Path]) -> None:
         """Tag the run with the hashes of what the stage wrote (the same md5 DVC will record)."""
+        crashpoint.point("tracking")
         self.mlflow.set_tags(data_hashes(list(outputs)))
 
 

@@ -8,6 +8,7 @@ Finished models are written to a temp folder and renamed into place.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -17,6 +18,7 @@ from typing import Callable, Iterable
 
 from transformers import TrainerCallback
 
+from rubricrl.core import crashpoint
 from rubricrl.core.atomic import write_json
 
 MARKER = "rubricrl_complete.json"
@@ -63,9 +65,22 @@ def _fsync_tree(path: Path) -> None:
                 os.close(fd)
 
 
-def mark_complete(path: Path, step: int) -> None:
+def mark_complete(path: Path, step: int, max_steps: int | None = None, extra: dict | None = None) -> None:
+    """`extra`: what the run keeps beside the trainer's own state (the non-finite guard's skipped steps)."""
     _fsync_tree(path)  # the marker must never reach the disk before the data it vouches for
-    write_json(path / MARKER, {"step": step, "saved_at": time.time()})
+    write_json(path / MARKER, {"step": step, "max_steps": max_steps, "saved_at": time.time(), **(extra or {})})
+    crashpoint.point("checkpoint")
+
+
+def marker(ckpt: Checkpoint) -> dict:
+    return json.loads((ckpt.path / MARKER).read_text(encoding="utf-8"))
+
+
+def is_final(ckpt: Checkpoint) -> bool:
+    """Whether the checkpoint was saved at the run's last step (training is over: resuming from it would run one
+    more step in transformers, so the model is published from it instead)."""
+    m = marker(ckpt)
+    return m.get("max_steps") is not None and m["step"] >= m["max_steps"]
 
 
 def remove_incomplete(run_dir: str | Path) -> list[Path]:
@@ -102,6 +117,7 @@ def publish_dir(tmp: Path, final: Path) -> None:
     two renames leaves the previous one at .<name>.old-<pid> and no `final`)."""
     final.parent.mkdir(parents=True, exist_ok=True)
     _fsync_tree(tmp)
+    crashpoint.point("publish")
     old = final.with_name(f".{final.name}.old-{os.getpid()}")
     if final.exists():
         os.replace(final, old)
@@ -146,13 +162,17 @@ class CheckpointCallback(TrainerCallback):
     `protected_step()` names the checkpoint(s) a rollback could restore right now (None: none yet).
     """
 
-    def __init__(self, keep: int | None, protected_step: Callable[[], int | Iterable[int] | None]):
+    def __init__(self, keep: int | None, protected_step: Callable[[], int | Iterable[int] | None],
+                 extra: Callable[[], dict] | None = None):
         self.keep = keep
         self.protected_step = protected_step
+        self.extra = extra  # written into each checkpoint's marker (mark_complete)
 
     def on_save(self, args, state, control, **kwargs):
         args.distributed_state.wait_for_everyone()  # every rank has written its part (RNG state, shards)
         if state.is_world_process_zero:
-            mark_complete(Path(args.output_dir) / f"{PREFIX}{state.global_step}", state.global_step)
+            crashpoint.point("save")  # written, not yet marked: a rerun discards it (the worst moment to be killed)
+            mark_complete(Path(args.output_dir) / f"{PREFIX}{state.global_step}", state.global_step, state.max_steps,
+                          self.extra() if self.extra else None)
             prune(args.output_dir, self.keep, self.protected_step())
         args.distributed_state.wait_for_everyone()  # nobody resumes or lists before the marker exists

@@ -94,7 +94,8 @@ def grpo_config(s: GRPOSettings, output_dir: Path, beta: float, reward_weights: 
         raise ConfigError(f"grpo: {err}") from None
 
 
-def sft_config(s: SFTSettings, output_dir: Path):
+def sft_config(s: SFTSettings, output_dir: Path, save: bool = False):
+    """save: a checkpoint every s.save_steps steps into output_dir (the stage resumes from it after a kill)."""
     from trl import SFTConfig
 
     return SFTConfig(
@@ -112,7 +113,9 @@ def sft_config(s: SFTSettings, output_dir: Path):
         # tokens than the examples have (lengths 291-1066); grouped, 3%. Every example is still seen once.
         train_sampling_strategy="group_by_length",
         logging_steps=1,
-        save_strategy="no",  # short runs: the finished model is published atomically instead
+        save_strategy="steps" if save else "no",  # the finished model is published atomically either way
+        save_steps=s.save_steps,
+        save_total_limit=None,  # rubricrl.train.checkpoints prunes: only marked-complete ones count
         seed=s.seed,
         **common_kwargs(s),
     )
