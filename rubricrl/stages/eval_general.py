@@ -34,7 +34,8 @@ def run(params: Params) -> GeneralResult:
     results = {}
     # Replies already generated for these settings, items and weights are read back (a rerun after a kill).
     resume = ResumeDir("eval_general", cfg.model_dump(mode="json"), resolve_engine(cfg.engine),
-                       tracking.data_hashes([PATHS.suites]), {name: tracking.weights_digest(d) for name, d in MODELS.items()})
+                       tracking.data_hashes([PATHS.suites]),
+                       {name: tracking.weights_digest(d) for name, d in MODELS.items()})
     with tracking.stage_run(params.tracking, "eval_general", {"general": cfg.model_dump()}) as run:
         for name, model_dir in MODELS.items():
             results[name] = evaluate(model_dir, cfg, desc=f"general {name}",

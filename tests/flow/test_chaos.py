@@ -108,15 +108,14 @@ def _running_runs(project: Path) -> list[str]:
 
 
 @pytest.mark.slow  # ~9 min on 2 cores: the chain once, then 15 kills and 15 reruns of the five long stages
-def test_every_long_stage_killed_at_three_points_converges_to_the_uninterrupted_run(tmp_path):
-    from rubricrl.stages.paths import STAGES
+def test_every_long_stage_killed_at_three_points_converges_to_the_uninterrupted_run(tmp_path, monkeypatch):
     from tools.miniature import dry_model
 
     proj = make_project(tmp_path, sections={k: v for k, v in SIZES.items() if k != "data"}, **SIZES["data"])
     params = yaml.safe_load((proj / "params.yaml").read_text())
     params["policy"]["model"] = str(dry_model(tmp_path / "policy"))
     (proj / "params.yaml").write_text(yaml.safe_dump(params))
-    os.environ.setdefault("RUBRICRL_GGUF_CACHE", str(tmp_path / "gguf"))
+    monkeypatch.setenv("RUBRICRL_GGUF_CACHE", str(tmp_path / "gguf"))  # the fork server, started next, inherits it
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
 
@@ -127,6 +126,17 @@ def test_every_long_stage_killed_at_three_points_converges_to_the_uninterrupted_
         child.start()
         child.join(900)
         return child.exitcode
+
+    try:
+        _chaos(proj, run)
+    finally:  # the fork server (~400 MB) would otherwise live as long as pytest
+        from multiprocessing import forkserver
+
+        forkserver._forkserver._stop()
+
+
+def _chaos(proj: Path, run) -> None:
+    from rubricrl.stages.paths import STAGES
 
     reference = {}
     for stage in CHAIN:  # the uninterrupted run
