@@ -39,7 +39,7 @@ class JudgeConfig(Strict):
     """A judge of judge criteria: grounded (deterministic) or openai (an OpenAI-compatible endpoint)."""
 
 
-    type: Literal["grounded", "openai"]
+    type: Literal["grounded", "openai", "embedding"]  # embedding: rubric items only (rubric.item_judge)
     base_url: str | None = None
     model: str | None = None
     api_key_env: str | None = None  # name of the environment variable holding the key
@@ -55,6 +55,11 @@ class JudgeConfig(Strict):
     max_tokens: int = Field(256, ge=16)
     response_format: Literal["auto", "json_schema", "json_object", "none"] = "auto"
     cache_dir: str | None = ".cache/judge"
+    item_batch: int = Field(4, ge=1)  # a free-text task's rubric items graded per call (rubric.item_judge)
+    # embedding: the cosine at which a reply sentence meets an item / shows a pitfall's mistake; the bars with the
+    # best balanced accuracy on the embedded English replies (benchmarks/embedding_items.py)
+    similarity: float = Field(0.2, gt=0, lt=1)
+    pitfall_similarity: float = Field(0.425, gt=0, lt=1)
 
     @model_validator(mode="after")
     def _check(self):

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from rubricrl.metrics.strict import strict_counts
+from rubricrl.metrics.true_metric import true_counts
 from rubricrl.calibrate.corruptions import corrupt
 from rubricrl.reward.scoring import RubricScorer, ScoreResult
 from rubricrl.reward.spec import Rubric
@@ -53,8 +53,9 @@ def calibration_set(tasks: list[Task], seed: int = 0, policy: list[tuple[Task, s
 
 
 def strict_accuracy(task: Task, response: str) -> float:
-    """The independent true metric of one answer: the share of schema fields answered exactly right."""
-    c = strict_counts(task, response)
+    """The independent true metric of one answer: the share of schema fields answered exactly right (for free text:
+    of checklist entries passed)."""
+    c = true_counts(task, response)
     return c.right / c.fields if c.fields else 0.0
 
 

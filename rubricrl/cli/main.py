@@ -59,15 +59,22 @@ def cmd_score(args) -> None:
 
 
 def summary_table(results, rubric) -> str:
+    """Mean score per component over the responses it scored (a mixed batch: extraction and free-text tasks each
+    have their own components); the total's max is the highest any response could reach."""
     n = len(results)
-    lines = [f"{'component':<20}{'mean':>8}{'max':>8}{'weight':>8}", "-" * 44]
-    for comp in results[0].components if results else []:
-        mean = sum(r.component(comp.id).score for r in results) / n
-        lines.append(f"{comp.id:<20}{mean:>8.3f}{comp.max:>8.2f}{comp.weight:>8.2f}")
-    lines.append("-" * 44)
+    lines = [f"{'component':<20}{'mean':>8}{'max':>8}{'weight':>8}{'n':>6}", "-" * 50]
+    first = {}
+    for r in results:
+        for c in r.components:
+            first.setdefault(c.id, c)
+    for cid, comp in first.items():
+        scores = [c.score for r in results for c in r.components if c.id == cid]
+        lines.append(f"{cid:<20}{sum(scores) / len(scores):>8.3f}{comp.max:>8.2f}{comp.weight:>8.2f}{len(scores):>6}")
+    lines.append("-" * 50)
     mean_total = sum(r.total for r in results) / max(n, 1)
     calls = sum(r.judge_calls for r in results)
-    lines.append(f"{'total':<20}{mean_total:>8.3f}{rubric.max_total:>8.2f}")
+    top = max((r.max_total for r in results), default=rubric.max_total)
+    lines.append(f"{'total':<20}{mean_total:>8.3f}{top:>8.2f}{'':>8}{n:>6}")
     lines.append(f"{n} responses scored; judge calls per response: {calls / max(n, 1):.2f}")
     return "\n".join(lines)
 

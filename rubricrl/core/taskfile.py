@@ -1,8 +1,12 @@
-"""The public task format (JSONL, one extraction task per line) and its validation.
+"""The public task format (JSONL, one task per line) and its validation.
 
-Keys: id, instruction, text, schema (a JSON Schema object), optional constraints (list of
-strings), optional reference (gold answer object) and optional meta (free-form object, e.g.
-domain/language/split part). Every problem is reported as `file:line: key: what`.
+Two kinds of task share the format. Keys: id, instruction, text, then either
+  * schema (a JSON Schema object): an extraction task, answered with a JSON object; optional reference (the gold
+    answer object); or
+  * items (its own rubric items, rubricrl.core.items): a free-text task, answered in prose; optional reference (a
+    gold reply, a string);
+and optional constraints (list of strings) and meta (free-form object, e.g. domain/language/split part). Every
+problem is reported as `file:line: key: what` (`file:line: items.<item id>.check.kind: what`).
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.validators import extend, validator_for
 
 from rubricrl.core.errors import TaskFileError
+from rubricrl.core.items import Item, check_items
 from rubricrl.core.jsonio import jsonl_lines, scan_jsonl, scan_lines
 
-REQUIRED_KEYS = ("id", "instruction", "text", "schema")
-OPTIONAL_KEYS = ("constraints", "reference", "meta")
+REQUIRED_KEYS = ("id", "instruction", "text")
+OPTIONAL_KEYS = ("schema", "items", "constraints", "reference", "meta")
+EXTRACTION, FREE_TEXT = "extraction", "free_text"
 ALLOWED_KEYS = set(REQUIRED_KEYS) | set(OPTIONAL_KEYS)
 
 
@@ -36,27 +42,31 @@ class Task:
     id: str
     instruction: str
     text: str
-    schema: dict
+    schema: dict | None  # None: a free-text task, graded by its items
     constraints: tuple[str, ...] = ()
-    reference: dict | None = None
+    reference: dict | str | None = None  # the gold answer object (extraction) or gold reply (free text)
     meta: dict = field(default_factory=dict)
+    items: tuple[Item, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return EXTRACTION if self.schema is not None else FREE_TEXT
 
     @property
     def properties(self) -> dict:
-        return self.schema.get("properties", {})
+        return self.schema.get("properties", {}) if self.schema is not None else {}
 
     @property
     def required(self) -> list[str]:
-        return list(self.schema.get("required", []))
+        return list(self.schema.get("required", [])) if self.schema is not None else []
 
     def to_dict(self) -> dict:
-        row: dict[str, Any] = {
-            "id": self.id,
-            "instruction": self.instruction,
-            "text": self.text,
-            "schema": self.schema,
-            "constraints": list(self.constraints),
-        }
+        row: dict[str, Any] = {"id": self.id, "instruction": self.instruction, "text": self.text}
+        if self.schema is not None:
+            row["schema"] = self.schema
+        else:
+            row["items"] = [i.to_dict() for i in self.items]
+        row["constraints"] = list(self.constraints)
         if self.reference is not None:
             row["reference"] = self.reference
         if self.meta:
@@ -69,10 +79,11 @@ class Task:
             id=row["id"],
             instruction=row["instruction"],
             text=row["text"],
-            schema=row["schema"],
+            schema=row.get("schema"),
             constraints=tuple(row.get("constraints") or ()),
             reference=row.get("reference"),
             meta=dict(row.get("meta") or {}),
+            items=tuple(Item.from_dict(i) for i in row.get("items") or ()),
         )
 
 
@@ -97,12 +108,21 @@ def check_task_row(row: Any, where: str) -> list[str]:
     if "meta" in row and not isinstance(row["meta"], dict):
         problems.append(f"{where}: meta: must be an object")
     schema_ok = False
+    if "schema" in row and "items" in row:
+        problems.append(f"{where}: items: a task has a schema (extraction) or items (free text), not both")
+    elif "schema" not in row and "items" not in row:
+        problems.append(f"{where}: schema: missing (an extraction task needs its schema, a free-text task its items)")
     if "schema" in row:
         schema_problems = check_schema(row["schema"])
         problems += [f"{where}: schema{p}" for p in schema_problems]
         schema_ok = not schema_problems
+    if "items" in row:
+        problems += [f"{where}: items{p}" for p in check_items(row["items"])]
     ref = row.get("reference")
-    if ref is not None:
+    if ref is not None and "schema" not in row:
+        if not isinstance(ref, str) or not ref.strip():
+            problems.append(f"{where}: reference: a free-text task's reference is its gold reply, a non-empty string")
+    elif ref is not None:
         if not isinstance(ref, dict):
             problems.append(f"{where}: reference: must be an object or null")
         elif schema_ok:
@@ -145,7 +165,9 @@ def check_schema(schema: Any) -> list[str]:
 
 # Patterns match with the `regex` module under a time limit: Python's `re` (what jsonschema uses)
 # can backtrack for ever ('^(a|aa)+$' against 'aaa...!'). A match that runs out of time counts as
-# no match. The budget bounds all the matches of one validation together (an answer's fields).
+# no match. The budget bounds all the matches of one validation together (an answer's fields). Both bound work, not
+# waiting: the budget is this thread's CPU time, and a timeout during a stall is retried (timed_search), so a loaded
+# host cannot fail a plain pattern at random (a gold answer lost its full marks that way once in a fresh clone).
 PATTERN_TIMEOUT_S = 0.1
 PATTERN_BUDGET_S = 0.5
 TIMED_OUT = "pattern match exceeded the time limit"
@@ -165,7 +187,7 @@ _BAD_PATTERN = (regex.error, RecursionError, ValueError, OverflowError)  # what 
 def pattern_budget(seconds: float = PATTERN_BUDGET_S):
     """Every schema pattern match inside the block shares one time budget (an outer one still holds)."""
     outer = _DEADLINE.get()
-    token = _DEADLINE.set(min(time.monotonic() + seconds, outer if outer is not None else float("inf")))
+    token = _DEADLINE.set(min(time.thread_time() + seconds, outer if outer is not None else float("inf")))
     try:
         yield
     finally:
@@ -173,7 +195,8 @@ def pattern_budget(seconds: float = PATTERN_BUDGET_S):
 
 
 @lru_cache(maxsize=1024)
-def _compiled(pattern: str):
+def compiled_pattern(pattern: str):
+    """A regex (the `regex` module, which can time out), compiled once."""
     return regex.compile(pattern)
 
 
@@ -181,13 +204,28 @@ def _match(pattern: str, text: str) -> bool | None:
     """Does `pattern` match somewhere in `text`? None: the time limit ran out first."""
     limit, deadline = PATTERN_TIMEOUT_S, _DEADLINE.get()
     if deadline is not None:
-        limit = min(limit, deadline - time.monotonic())
+        limit = min(limit, deadline - time.thread_time())
     if limit <= 0:
         return None
-    try:
-        return _compiled(pattern).search(text, timeout=limit) is not None
-    except TimeoutError:
-        return None
+    return timed_search(compiled_pattern(pattern), text, limit)
+
+
+STALL_RETRIES = 2
+
+
+def timed_search(compiled, text: str, limit: float) -> bool | None:
+    """compiled.search within `limit` seconds of work. The regex module's timeout is wall-clock time, so a process
+    stalled meanwhile (a loaded host, a GC pause elsewhere, descheduling) would fail a plain pattern like a
+    catastrophic one, at random; a timeout in which this thread did less than half the limit in CPU time is such a
+    stall and the search is tried again (up to STALL_RETRIES times). None: the pattern really ran out of time."""
+    for _ in range(STALL_RETRIES + 1):
+        cpu = time.thread_time()
+        try:
+            return compiled.search(text, timeout=limit) is not None
+        except TimeoutError:
+            if time.thread_time() - cpu >= limit / 2:
+                return None  # it was working: a pattern that backtracks for ever
+    return None
 
 
 def _pattern(validator, pattern, instance, schema):
@@ -283,7 +321,7 @@ def _schema_format_checker(cls):
     checker = jsonschema.FormatChecker(formats=())
     checker.checkers = dict(cls.FORMAT_CHECKER.checkers)
     checker.checks("regex", raises=_BAD_PATTERN)(
-        lambda p: not isinstance(p, str) or bool(_compiled(p)))
+        lambda p: not isinstance(p, str) or bool(compiled_pattern(p)))
     return checker
 
 

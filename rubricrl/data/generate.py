@@ -11,6 +11,7 @@ arguments give byte-identical tasks.
 from __future__ import annotations
 
 import random
+from typing import Callable, Sequence
 
 from rubricrl.data.domains import BY_NAME
 from rubricrl.data.domains.base import LANGS, Record
@@ -27,25 +28,33 @@ _MAX_TRIES = 50  # redraws of a task whose text repeats an earlier one
 
 def generate_dataset(seed: int = 0, n_train: int = 800, n_test: int = 200,
                      heldout_domains: list[str] | None = None) -> dict[str, list[Task]]:
+    heldout = list(DEFAULT_HELDOUT) if heldout_domains is None else heldout_domains
+    return split_tasks(seed, DOMAINS, heldout, n_train, n_test, _Generator().task, "domain")
+
+
+def split_tasks(seed: int, known: Sequence[str], heldout: Sequence[str], n_train: int, n_test: int,
+                make: Callable[[random.Random, str, str, str], Task], what: str) -> dict[str, list[Task]]:
+    """Train and test tasks of a family whose `what`s (domains, scenarios) are `known`: training draws from the
+    ones not held out; the test is IN_DOMAIN_SHARE of those (part "in_domain": `make` gives them the reserved
+    template) and the rest from the held-out ones ("held_out_domain"). `make(rng, name, lang, part)` draws one."""
     if n_train < 0 or n_test < 0:
         raise ValueError(f"n_train and n_test must be >= 0, got {n_train} and {n_test}")
-    heldout = list(DEFAULT_HELDOUT) if heldout_domains is None else list(dict.fromkeys(heldout_domains))
-    unknown = [d for d in heldout if d not in BY_NAME]
+    heldout = list(dict.fromkeys(heldout))
+    unknown = [d for d in heldout if d not in known]
     if unknown:
-        raise ValueError(f"unknown held-out domain(s): {', '.join(unknown)} (known: {', '.join(DOMAINS)})")
-    seen = [d for d in DOMAINS if d not in heldout]
+        raise ValueError(f"unknown held-out {what}(s): {', '.join(unknown)} (known: {', '.join(known)})")
+    seen = [d for d in known if d not in heldout]
     if n_train and not seen:
-        raise ValueError("every domain is held out, so there is nothing to train on")
+        raise ValueError(f"every {what} is held out, so there is nothing to train on")
     n_held = 0 if not heldout else n_test if not seen else round(n_test * (1 - IN_DOMAIN_SHARE))
 
     rng = random.Random(seed)
     # Separate streams, so that changing n_train does not redraw the test tasks (their ids still
     # count on from the training ones).
     train_rng, test_rng = random.Random(rng.getrandbits(64)), random.Random(rng.getrandbits(64))
-    gen = _Generator()
-    train = [gen.task(train_rng, d, lang, "train") for d, lang in _slots(seen, n_train)]
-    test = [gen.task(test_rng, d, lang, "in_domain") for d, lang in _slots(seen, n_test - n_held)]
-    test += [gen.task(test_rng, d, lang, "held_out_domain") for d, lang in _slots(heldout, n_held)]
+    train = [make(train_rng, d, lang, "train") for d, lang in _slots(seen, n_train)]
+    test = [make(test_rng, d, lang, "in_domain") for d, lang in _slots(seen, n_test - n_held)]
+    test += [make(test_rng, d, lang, "held_out_domain") for d, lang in _slots(heldout, n_held)]
     return {"train": train, "test": test}
 
 

@@ -16,7 +16,8 @@ from rubricrl.core.atomic import output_set, write_json, write_jsonl, write_text
 from rubricrl.metrics.bootstrap import ratio_ci
 from rubricrl.core.resume import Journal
 from rubricrl.inference.generate import generate_journaled, generate_with_stats
-from rubricrl.metrics.strict import StrictCounts, strict_counts, summarize
+from rubricrl.metrics.strict import StrictCounts, summarize
+from rubricrl.metrics.true_metric import scorable, true_counts
 from rubricrl.reward.parse import Shape, parse_response
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.core.tables import table
@@ -75,10 +76,13 @@ def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: 
     if len(tasks) != len(responses):
         raise ValueError(f"{len(tasks)} tasks but {len(responses)} responses")
     results = scorer.score_batch(list(zip(tasks, responses)))
-    comp_ids = [c.id for c in results[0].components] if results else []
+    # A mixed batch (extraction and free text) has other components per kind: the union, each averaged over the
+    # tasks it scored (None in a group without any).
+    comp_ids = list(dict.fromkeys(c.id for r in results for c in r.components))
     n = len(tasks)
     totals = np.array([r.total for r in results], dtype=float)
-    comp_scores = {cid: np.array([r.component(cid).score for r in results], dtype=float) for cid in comp_ids}
+    comp_scores = {cid: np.array([next((c.score for c in r.components if c.id == cid), np.nan) for r in results],
+                                 dtype=float) for cid in comp_ids}
     valid, clean, extra = (np.zeros(n, dtype=float) for _ in range(3))
     counts: list[StrictCounts | None] = []
     for i, (task, resp) in enumerate(zip(tasks, responses)):
@@ -86,7 +90,7 @@ def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: 
         valid[i] = parsed.obj is not None
         clean[i] = parsed.shape == Shape.CLEAN
         extra[i] = parsed.extra_chars > 0
-        counts.append(strict_counts(task, resp) if task.reference is not None else None)
+        counts.append(true_counts(task, resp) if scorable(task) else None)
     parts = [task_part(t) for t in tasks]
 
     def group(idx: np.ndarray) -> dict:
@@ -94,7 +98,7 @@ def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: 
             "n": int(len(idx)),
             "reward_mean": float(totals[idx].mean()),
             "reward_ci": ratio_ci(totals[idx], None, n_boot, seed),
-            "components": {cid: float(comp_scores[cid][idx].mean()) for cid in comp_ids},
+            "components": {cid: _mean(comp_scores[cid][idx]) for cid in comp_ids},
             "json_valid_rate": float(valid[idx].mean()),
             "clean_json_rate": float(clean[idx].mean()),
             "extra_text_rate": float(extra[idx].mean()),
@@ -148,11 +152,21 @@ def pick_samples(samples: list[dict], k: int) -> list[dict]:
     return out
 
 
+def _mean(x: np.ndarray) -> float | None:
+    x = x[~np.isnan(x)]
+    return float(x.mean()) if len(x) else None
+
+
 def samples_markdown(samples: list[dict], k: int = 20, response_chars: int = 200) -> str:
     rows = pick_samples(samples, k)
-    comp_ids = list(rows[0]["components"]) if rows else []
+    comp_ids = list(dict.fromkeys(cid for row in rows for cid in row["components"]))
+
+    def cell(row: dict, cid: str) -> str:
+        c = row["components"].get(cid)
+        return _cell(f"{c['score']:g} — {c['reason']}") if c else ""
+
     cells = [[_cell(row["id"]), _cell(row["part"]), f"{row['total']:g}"]
-             + [_cell(f"{row['components'][cid]['score']:g} — {row['components'][cid]['reason']}") for cid in comp_ids]
+             + [cell(row, cid) for cid in comp_ids]
              + [_cell(row["response"], response_chars)] for row in rows]
     return "\n".join([f"# Sample outputs ({len(rows)} of {len(samples)})", "",
                       "Each criterion cell: score — reason (a penalty's score is the amount taken off).", "",

@@ -170,11 +170,11 @@ def verify_gptq(path: str | Path, tasks: Sequence[Task], scorer, max_new_tokens:
 
 def strict_and_reward(tasks: Sequence[Task], responses: Sequence[str], scorer) -> dict:
     """Strict field accuracy and mean rubric reward of answers to `tasks` (per-task rows included)."""
-    from rubricrl.metrics.strict import strict_counts
+    from rubricrl.metrics.true_metric import true_counts
 
     rows = []
     for t, r in zip(tasks, responses, strict=True):
-        c = strict_counts(t, r)
+        c = true_counts(t, r)
         rows.append({"id": t.id, "right": c.right, "fields": c.fields, "null_for_present": c.null_for_present,
                      "present": c.present, "reward": scorer.score(t, r).total})
     fields = sum(r["fields"] for r in rows)

@@ -13,22 +13,24 @@ from typing import Callable
 from rubricrl.reward.grounding import Source, field_rules, source_for, values_match
 from rubricrl.reward.parse import ParsedResponse, Shape
 from rubricrl.reward.spec import Criterion, Penalty, Rubric
-from rubricrl.core.taskfile import SchemaValidator, Task, pattern_budget
+from rubricrl.core.taskfile import EXTRACTION, FREE_TEXT, SchemaValidator, Task, pattern_budget
+from rubricrl.reward.items import ItemVerdict, check_item
 
 CRITERIA: dict[str, Callable] = {}
 PENALTIES: dict[str, Callable] = {}
+KINDS: dict[str, tuple[str, ...]] = {}  # function name -> the task kinds it can score
 
 
-def criterion(name: str):
+def criterion(name: str, kinds: tuple[str, ...] = (EXTRACTION,)):
     def register(fn):
-        CRITERIA[name] = fn
+        CRITERIA[name], KINDS[name] = fn, kinds
         return fn
     return register
 
 
-def penalty(name: str):
+def penalty(name: str, kinds: tuple[str, ...] = (EXTRACTION,)):
     def register(fn):
-        PENALTIES[name] = fn
+        PENALTIES[name], KINDS[name] = fn, kinds
         return fn
     return register
 
@@ -45,10 +47,14 @@ class TaskContext:
     # property name -> grounding.FieldRule: the unit factors (rule.factors), copy limit and date/time
     # formats the constraints allow that field; what "supported" means without a reference
     grounding: dict = field(default_factory=dict)
+    items_seen: dict = field(default_factory=dict)  # ("items", reply) -> its item verdicts (free-text tasks)
+    items_judged: dict = field(default_factory=dict)  # reply -> {item id: (met, reason)} from the item judge
 
     @classmethod
     def build(cls, task: Task) -> "TaskContext":
         ctx = cls(task=task, source=source_for(task.text))
+        if task.kind == FREE_TEXT:
+            return ctx
         ctx.grounding = field_rules(task.constraints, task.properties)
         root = SchemaValidator(task.schema)  # references resolve against the whole task schema
         for name, sub in task.properties.items():
@@ -254,12 +260,86 @@ def decimal_places(ctx: TaskContext, parsed: ParsedResponse, pen: Penalty):
     return len(bad), f"wrong number of decimals: {', '.join(bad[:6])}"
 
 
+def kinds_of(fn: str) -> tuple[str, ...]:
+    """The task kinds a rule function scores (one put in CRITERIA or PENALTIES by hand: extraction)."""
+    return KINDS.get(fn, (EXTRACTION,))
+
+
 def check_registry(rubric: Rubric) -> list[str]:
     problems = []
     for c in rubric.criteria:
         if c.kind == "rule" and c.fn not in CRITERIA:
             problems.append(f"criteria.{c.id}.fn: unknown rule '{c.fn}' (known: {', '.join(sorted(CRITERIA))})")
+        elif c.kind == "rule" and set(c.tasks) - set(kinds_of(c.fn)):
+            problems.append(f"criteria.{c.id}.tasks: {c.fn} scores {', '.join(kinds_of(c.fn))} tasks only")
+        elif c.kind == "judge" and "free_text" in c.tasks:
+            problems.append(f"criteria.{c.id}.tasks: a judge criterion grades extraction tasks only; a free-text "
+                            "task's items are graded by the task_items rule and the item_pitfalls penalty")
     for p in rubric.penalties:
         if p.fn not in PENALTIES:
             problems.append(f"penalties.{p.id}.fn: unknown penalty '{p.fn}' (known: {', '.join(sorted(PENALTIES))})")
+        elif set(p.tasks) - set(kinds_of(p.fn)):
+            problems.append(f"penalties.{p.id}.tasks: {p.fn} scores {', '.join(kinds_of(p.fn))} tasks only")
     return problems
+
+
+# --- free-text tasks: their own rubric items ------------------------------------------------------
+
+DEFAULT_ITEM_WEIGHTS = {"essential": 1.0, "important": 0.6, "optional": 0.3}
+
+
+def item_verdicts(ctx: TaskContext, parsed: ParsedResponse) -> list[ItemVerdict]:
+    """Every item of the task checked against the reply, once per (task, reply) and shared by the criterion and
+    the pitfall penalty."""
+    key = ("items", parsed.raw)
+    judged = ctx.items_judged.pop(parsed.raw, {})
+    if ctx.items_seen.get(key) is None or judged:
+        if len(ctx.items_seen) > 64:
+            ctx.items_seen.clear()
+        verdicts = []
+        for item in ctx.task.items:
+            v = check_item(item, parsed.raw, ctx.task.text)
+            if v.passed is None and item.id in judged:
+                met, reason = judged[item.id]
+                v = ItemVerdict(item.id, item.importance, met, f"judge: {reason}")  # met None: the judge abstained
+            verdicts.append(v)
+        ctx.items_seen[key] = verdicts
+    return ctx.items_seen[key]
+
+
+def _listed(verdicts: list[ItemVerdict], limit: int = 4) -> str:
+    shown = "; ".join(f"{v.id} ({v.reason})" for v in verdicts[:limit])
+    return shown + (f"; and {len(verdicts) - limit} more" if len(verdicts) > limit else "")
+
+
+@criterion("task_items", kinds=(FREE_TEXT,))
+def task_items(ctx: TaskContext, parsed: ParsedResponse, crit: Criterion):
+    """Weighted share of the task's checked essential / important / optional items the reply meets (RaR's explicit
+    aggregation); the weights per importance come from the criterion's params (`weights`)."""
+    lo, hi = crit.range
+    weights = {**DEFAULT_ITEM_WEIGHTS, **crit.params.get("weights", {})}
+    verdicts = item_verdicts(ctx, parsed)
+    graded = [v for v in verdicts if v.importance != "pitfall" and v.passed is not None]
+    ungraded = [v for v in verdicts if v.passed is None]
+    note = ""
+    if ungraded:
+        why = ("the item judge did not grade them" if any(v.reason.startswith("judge: ") for v in ungraded)
+               else "the rubric has no item_judge")
+        note = f"{len(ungraded)} item(s) without a check left ungraded ({why})"
+    total = sum(weights[v.importance] for v in graded)
+    if not graded or total <= 0:
+        return lo, "no item graded" + (f": {note}" if note else "")
+    met = sum(weights[v.importance] for v in graded if v.passed)
+    missed = [v for v in graded if not v.passed]
+    counts = ", ".join(f"{sum(v.passed for v in graded if v.importance == k)}/{n} {k}"
+                       for k in ("essential", "important", "optional")
+                       if (n := sum(v.importance == k for v in graded)))
+    reason = f"met {counts}" + (f"; missed: {_listed(missed)}" if missed else "") + (f"; {note}" if note else "")
+    return scale(lo, hi, met / total), reason
+
+
+@penalty("item_pitfalls", kinds=(FREE_TEXT,))
+def item_pitfalls(ctx: TaskContext, parsed: ParsedResponse, pen: Penalty):
+    """One unit per checked pitfall item the reply falls into."""
+    fallen = [v for v in item_verdicts(ctx, parsed) if v.importance == "pitfall" and v.passed is False]
+    return len(fallen), (f"fell into {len(fallen)}: {_listed(fallen)}" if fallen else "no pitfall")

@@ -25,7 +25,8 @@ from typing import Callable, Sequence
 
 from transformers import TrainerCallback
 
-from rubricrl.metrics.strict import strict_counts, summarize
+from rubricrl.metrics.strict import summarize
+from rubricrl.metrics.true_metric import true_counts
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.core.taskfile import Task
 from rubricrl.train.rollback import RollbackMonitor, Spike
@@ -66,7 +67,7 @@ class Evaluation:
 
 def evaluate(tasks: Sequence[Task], responses: Sequence[str], scorer: RubricScorer, step: int) -> Evaluation:
     results = scorer.score_batch(list(zip(tasks, responses)))
-    counts = [strict_counts(t, r) for t, r in zip(tasks, responses)]
+    counts = [true_counts(t, r) for t, r in zip(tasks, responses)]
     s = summarize(counts)
     metrics = {"reward": sum(r.total for r in results) / len(results), **{k: s[k] for k in KEYS[1:]}}
     rows = [{"id": t.id, "response": r, "reward": res.total, "accuracy": c.right / c.fields if c.fields else 0.0}

@@ -84,7 +84,7 @@ def test_non_finite_thresholds_are_rejected(tmp_path, value):
 def test_the_shipped_rubric_is_found_from_any_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert load_rubric("json_extraction").name == load_rubric(SHIPPED / "json_extraction.yaml").name
-    with pytest.raises(ConfigError, match="not a shipped rubric \\(shipped: json_extraction"):
+    with pytest.raises(ConfigError, match="not a shipped rubric \\(shipped: free_text, json_extraction"):
         load_rubric("json_extractoin")
     with pytest.raises(ConfigError, match="rubrics/nope.yaml: rubric file not found"):
         load_rubric("rubrics/nope.yaml")

@@ -50,3 +50,23 @@ def test_score_command_bad_task_file_writes_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{tasks}:2: id: duplicate id" in err and f"{tasks}:2: reference.product" in err
     assert not out.exists()
+
+
+def test_score_command_scores_extraction_and_free_text_tasks_in_one_file(tmp_path, capsys, monkeypatch):
+    from tests.reward.test_items import GOLD, free_task, mixed_rubric
+
+    monkeypatch.chdir(tmp_path)
+    rubric = tmp_path / "mixed.yaml"
+    rubric.write_text(mixed_rubric().to_yaml(), encoding="utf-8")
+    tasks = write_lines(tmp_path / "tasks.jsonl", [GOOD, free_task(tid="f1").to_dict()])
+    responses = write_lines(tmp_path / "responses.jsonl", [
+        {"id": "t1", "response": json.dumps(GOOD["reference"])}, {"id": "f1", "response": GOLD},
+        {"id": "f1", "response": "We will refund the shipping and 50 EUR."}])
+    out = tmp_path / "scored.jsonl"
+    main(["score", "--tasks", str(tasks), "--responses", str(responses), "--rubric", str(rubric), "--out", str(out)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["total"], r["max_total"]) for r in rows[:2]] == [(15.0, 15.0), (10.0, 10.0)]
+    assert "items" not in rows[0] and "format" not in rows[1]
+    assert rows[2]["pitfalls"]["score"] == 6.0 and "fell into 2: shipping" in rows[2]["pitfalls"]["reason"], rows[2]["pitfalls"]
+    err = capsys.readouterr().err
+    assert "3 responses scored" in err and "items" in err and "format" in err

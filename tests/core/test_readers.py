@@ -301,3 +301,20 @@ def test_no_module_splits_jsonl_with_splitlines():
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if "splitlines()" in line and re.search(r"json|loads", line)]
     assert not found, f"JSONL read with splitlines (use rubricrl.core.jsonio.read_jsonl): {found}"
+
+
+def test_a_stalled_pattern_match_is_tried_again_and_a_working_one_is_not(monkeypatch):
+    """The regex module's timeout is wall-clock: a timeout in which the thread did little work is a stall (a loaded
+    host) and is retried; one spent computing is a pattern that backtracks, and fails."""
+    calls = []
+
+    class Stalled:
+        def search(self, text, timeout):
+            calls.append(timeout)
+            if len(calls) == 1:
+                raise TimeoutError  # no CPU time spent: the process waited
+            return True
+
+    assert taskfile.timed_search(Stalled(), "420.00", 0.1) is True and len(calls) == 2
+    compiled = taskfile.compiled_pattern("^(a|aa)+$")
+    assert taskfile.timed_search(compiled, "a" * 40 + "!", 0.05) is None  # computing all along: no retry helps

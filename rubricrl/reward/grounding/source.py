@@ -87,6 +87,12 @@ class Source:
         return (in_norm or in_compact) and any(
             (in_norm and _bounded_in(norm, n)) or (in_compact and _bounded_in(squeezed, c)) for n, c in self.sentences)
 
+    def mentions(self, phrase: str) -> bool:
+        """The phrase (normalised: case, width, punctuation, whitespace) occurs anywhere in the text without cutting
+        a word or number in two ("refund" is not in "refunded"; Chinese needs no word boundary)."""
+        norm = normalize_text(phrase)
+        return bool(norm) and (_bounded_in(norm, self.norm) or _bounded_in(_squeeze(norm), self.compact))
+
     def _supports_string(self, value: str, rule: FieldRule) -> bool:
         norm = normalize_text(value)
         if not norm:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from rubricrl.core.items import Item
 from rubricrl.reward.spec import Criterion
 from rubricrl.core.taskfile import Task
 
@@ -23,6 +24,23 @@ class Verdict:
     reason: str
     samples: list[float] = field(default_factory=list)  # every sampled score, in order
     calls: int = 0  # judge model calls made for this verdict (cache hits cost none)
+
+
+@dataclass(frozen=True)
+class ItemRequest:
+    """Rubric items of a free-text task (at most the judge's item_batch) to grade on one reply."""
+
+    task: Task
+    response: str
+    items: tuple[Item, ...]
+
+
+@dataclass
+class ItemGrades:
+    met: dict[str, bool | None]  # item id -> does the reply meet it (for a pitfall: avoid the mistake); None: ungraded
+    reasons: dict[str, str]
+    calls: int = 0
+    samples: int = 0  # samples taken (majority of them per item)
 
 
 class Judge(Protocol):

@@ -33,17 +33,21 @@ class JudgeCache:
             self._db.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer
             self._db.execute("CREATE TABLE IF NOT EXISTS samples (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str, valid=None) -> dict | None:
         """The cached sample, or None: a miss, or an entry that does not parse as a sample (a miss too: the judge is
-        asked again and the entry replaced; said once per cache on stderr)."""
+        asked again and the entry replaced; said once per cache on stderr). `valid(value) -> bool` tells a sample
+        of another shape (rubric items' grades); by default a criterion's {score, reason}."""
         with self._lock:
             row = self._db.execute("SELECT value FROM samples WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         try:
             value = json.loads(row[0])
-            if not (isinstance(value, dict) and isinstance(value.get("score"), (int, float))
-                    and not isinstance(value.get("score"), bool) and isinstance(value.get("reason"), str)):
+            if valid is not None:
+                if not valid(value):
+                    raise ValueError("not a sample of item grades")
+            elif not (isinstance(value, dict) and isinstance(value.get("score"), (int, float))
+                      and not isinstance(value.get("score"), bool) and isinstance(value.get("reason"), str)):
                 raise ValueError("not a {score, reason} sample")
         except (ValueError, TypeError) as err:
             if not self._warned:

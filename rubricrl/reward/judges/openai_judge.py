@@ -36,12 +36,13 @@ from typing import Callable, TypeVar
 
 from rubricrl.config import JudgeConfig
 from rubricrl.core.errors import ConfigError, JudgeError, JudgeUnavailable
-from rubricrl.reward.judges.base import JudgeRequest, Verdict
+from rubricrl.reward.judges.base import ItemGrades, ItemRequest, JudgeRequest, Verdict
 from rubricrl.reward.judges.cache import JudgeCache, cache_key
-from rubricrl.reward.judges.prompt import build_judge_messages, fence, score_range, verdict_schema  # noqa: F401
+from rubricrl.reward.judges.prompt import (  # noqa: F401
+    build_item_messages, build_judge_messages, fence, items_schema, score_range, verdict_schema)
 from rubricrl.reward.judges.redact import Redactor, check_api_key, short as _short  # noqa: F401
 from rubricrl.reward.judges.transport import clear_deadline, openai_client, within_deadline
-from rubricrl.reward.judges.verdict import parse_verdict  # noqa: F401
+from rubricrl.reward.judges.verdict import parse_item_grades, parse_verdict  # noqa: F401
 
 MAX_BACKOFF_S = 10.0
 MAX_REPLY_BYTES = 1 << 20  # a longer reply body fails the call
@@ -112,8 +113,12 @@ class OpenAIJudge:
             self._cache.close()
 
     def judge_batch(self, requests: list[JudgeRequest]) -> list[Verdict]:
+        return self._each(self._judge_one, requests)
+
+    def _each(self, fn: Callable[[T], object], requests: list) -> list:
+        """fn of every request, `concurrency` at a time, in order; the first failure cancels the rest."""
         with ThreadPoolExecutor(self.config.concurrency) as pool:
-            futures = [pool.submit(self._judge_one, r) for r in requests]
+            futures = [pool.submit(fn, r) for r in requests]
             try:
                 return [f.result() for f in futures]
             except BaseException:
@@ -149,6 +154,44 @@ class OpenAIJudge:
             if len(scores) > 1:
                 self._agree_streak = self._agree_streak + 1 if len(set(scores)) == 1 else 0
         return Verdict(score=float(median), reason=reason, samples=[float(s) for s in scores], calls=calls)
+
+    def grade_items(self, requests: list[ItemRequest]) -> list[ItemGrades]:
+        """Verdicts on batches of a free-text task's items (each request one call per sample), `concurrency` at a
+        time. Per item the majority of up to `samples` samples (seed i each), stopping after two that agree on
+        every item; cached, retried and bounded like a criterion's verdict."""
+        return self._each(self._grade_one, requests)
+
+    def _grade_one(self, request: ItemRequest) -> ItemGrades:
+        cfg = self.config
+        ids = [i.id for i in request.items]
+        messages = build_item_messages(request)
+        schema = items_schema(ids, cfg.max_tokens)
+        what = f"task {request.task.id}, items {', '.join(ids)}"
+        samples, calls = [], 0
+        for i in range(cfg.samples):
+            if i == 1 and self._single_sample_enough():
+                break
+            if i == 2 and all(samples[0][k]["met"] == samples[1][k]["met"] for k in ids):
+                break  # the first two agree on every item: a third could not change a majority
+            key = cache_key(base_url=cfg.base_url, model=cfg.model, messages=messages, sample=i,
+                            temperature=cfg.temperature, max_tokens=cfg.max_tokens,
+                            response_format=cfg.response_format)
+            sample = self._cache.get(key, lambda v: _grades_of(v, ids)) if self._cache else None
+            if sample is None:
+                sample, n = self._call(messages, i, schema, lambda text: parse_item_grades(text, ids), what,
+                                       "no verdict for every item")
+                calls += n
+                if self._cache:
+                    self._cache.put(key, sample)
+            samples.append(sample)
+        met = {k: 2 * sum(s[k]["met"] for s in samples) > len(samples) for k in ids}
+        reasons = {k: next(s[k]["reason"] for s in samples if s[k]["met"] == met[k]) for k in ids}
+        with self._lock:
+            self.verdicts += 1
+            if len(samples) > 1:
+                agree = all(len({s[k]["met"] for s in samples}) == 1 for k in ids)
+                self._agree_streak = self._agree_streak + 1 if agree else 0
+        return ItemGrades(met=met, reasons=reasons, calls=calls, samples=len(samples))
 
     def _single_sample_enough(self) -> bool:
         """With adaptive_samples: one sample once the judge has proven consistent.
@@ -290,6 +333,12 @@ class OpenAIJudge:
                 return False
             self._fmt, self._fmt_ok = fmt + 1, False
             return True
+
+
+def _grades_of(sample, ids: list[str]) -> bool:
+    return isinstance(sample, dict) and set(sample) == set(ids) and all(
+        isinstance(v, dict) and isinstance(v.get("met"), bool) and isinstance(v.get("reason"), str)
+        for v in sample.values())
 
 
 def _reply_content(data: bytes, complete: bool) -> str:

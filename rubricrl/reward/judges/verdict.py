@@ -73,3 +73,22 @@ def parse_verdict(text: str, lo: int, hi: int) -> dict | None:
         return None
     reason = reason.strip() if isinstance(reason, str) else ""
     return {"score": score, "reason": reason or text.strip()[:500]}
+
+
+def parse_item_grades(text: str, ids: list[str]) -> dict | None:
+    """{item id: {"met": bool, "reason": str}} for exactly the given ids, from the first JSON object in the reply
+    keyed by all of them (other keys are ignored); None when none has a boolean `met` for every id."""
+    text = text[:MAX_VERDICT_CHARS]
+    decoder = json.JSONDecoder()
+    for n, match in enumerate(OBJECT_START.finditer(text)):
+        if n >= 64:  # a bounded search: a reply with the verdicts holds them near its start
+            return None
+        try:
+            obj, _ = decoder.raw_decode(text[match.start():match.start() + 16 * MAX_OBJECT_CHARS])
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and all(isinstance(obj.get(i), dict) and isinstance(obj[i].get("met"), bool)
+                                         for i in ids):
+            return {i: {"met": obj[i]["met"], "reason": r.strip()[:300] if isinstance(r := obj[i].get("reason"), str)
+                        else ""} for i in ids}
+    return None

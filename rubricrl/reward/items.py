@@ -1,0 +1,168 @@
+"""The deterministic checks of a free-text task's rubric items (rubricrl.core.items documents each kind).
+
+`check_item(item, reply)` answers whether the reply does what the item asks (for a pitfall: avoids the mistake),
+with a short reason; an item without a check answers None (the judge grades it). Every check is bounded in time:
+normalised substring search and the grounding code are linear in the reply, a regex runs under a time limit, and
+a reply longer than MAX_REPLY_CHARS fails every check (a check that reads only part of it could miss a pitfall
+further on).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import regex
+
+from rubricrl.core.items import Item
+from rubricrl.core.taskfile import compiled_pattern, timed_search
+from rubricrl.reward.grounding import FieldRule, extract_numbers, source_for
+
+MAX_REPLY_CHARS = 20_000
+REGEX_TIMEOUT_S = 0.1
+# A value may be stated the way the reply likes: a date in words for YYYY-MM-DD, "3:30 pm" for 15:30.
+_VALUE_RULE = FieldRule(date=True, time=True)
+_WORD = regex.compile(r"\p{Han}|[\p{L}\p{N}]+(?:['’.\-][\p{L}\p{N}]+)*")
+_HAN = regex.compile(r"\p{Han}")
+_LATIN = regex.compile(r"\p{Latin}")
+_PARAGRAPHS = regex.compile(r"\n\s*\n")
+
+
+@dataclass(frozen=True)
+class ItemVerdict:
+    id: str
+    importance: str
+    passed: bool | None  # None: no deterministic check, the judge grades the item
+    reason: str
+
+
+def check_item(item: Item, reply: str, source: str = "") -> ItemVerdict:
+    """`source`: the task's text (what `source_numbers` compares with)."""
+    if item.check is None:
+        return ItemVerdict(item.id, item.importance, None, "no deterministic check")
+    if len(reply) > MAX_REPLY_CHARS:
+        return ItemVerdict(item.id, item.importance, False,
+                           f"reply too long to check ({len(reply)} > {MAX_REPLY_CHARS} characters)")
+    kind = item.check["kind"]
+    passed, reason = _source_numbers(reply, source) if kind == "source_numbers" else CHECKS[kind](item.check, reply)
+    return ItemVerdict(item.id, item.importance, passed, reason)
+
+
+def _texts(check: dict) -> list[str]:
+    return check["text"] if isinstance(check["text"], list) else [check["text"]]
+
+
+def _found(check: dict, reply: str) -> list[str]:
+    src = source_for(reply)
+    return [t for t in _texts(check) if src.mentions(t)]
+
+
+def _contains(check: dict, reply: str) -> tuple[bool, str]:
+    found = _found(check, reply)
+    return (True, f"says {found[0]!r}") if found else (False, f"does not say {_or(_texts(check))}")
+
+
+def _not_contains(check: dict, reply: str) -> tuple[bool, str]:
+    found = _found(check, reply)
+    return (False, f"says {found[0]!r}") if found else (True, f"does not say {_or(_texts(check))}")
+
+
+def _states(check: dict, reply: str) -> bool:
+    value = check["value"]
+    return source_for(reply).supports(value, _VALUE_RULE) if reply.strip() else False
+
+
+def _value(check: dict, reply: str) -> tuple[bool, str]:
+    return (True, f"states {check['value']!r}") if _states(check, reply) else (False, f"does not state {check['value']!r}")
+
+
+def _not_value(check: dict, reply: str) -> tuple[bool, str]:
+    return (False, f"states {check['value']!r}") if _states(check, reply) else (True, f"does not state {check['value']!r}")
+
+
+def _search(pattern: str, reply: str) -> bool | None:
+    return timed_search(compiled_pattern(pattern), reply, REGEX_TIMEOUT_S)
+
+
+def _regex(check: dict, reply: str) -> tuple[bool, str]:
+    hit = _search(check["pattern"], reply)
+    if hit is None:
+        return False, "the pattern ran out of time"
+    return (True, "matches the pattern") if hit else (False, "does not match the pattern")
+
+
+def _not_regex(check: dict, reply: str) -> tuple[bool, str]:
+    hit = _search(check["pattern"], reply)
+    if hit is None:
+        return False, "the pattern ran out of time"
+    return (False, "matches the pattern") if hit else (True, "does not match the pattern")
+
+
+def measure(reply: str) -> dict[str, int]:
+    """Characters (without surrounding whitespace), words (a CJK character is one) and paragraphs."""
+    text = reply.strip()
+    return {"chars": len(text), "words": len(_WORD.findall(text)),
+            "paragraphs": len([p for p in _PARAGRAPHS.split(text) if p.strip()])}
+
+
+def _length(check: dict, reply: str) -> tuple[bool, str]:
+    m = measure(reply)
+    bounds = (("min_chars", "chars", 1), ("max_chars", "chars", -1), ("min_words", "words", 1),
+              ("max_words", "words", -1), ("max_paragraphs", "paragraphs", -1))
+    broken = [f"{m[unit]} {unit} ({'<' if sign > 0 else '>'} {check[key]})" for key, unit, sign in bounds
+              if key in check and (m[unit] < check[key] if sign > 0 else m[unit] > check[key])]
+    if broken:
+        return False, "; ".join(broken)
+    return True, f"{m['chars']} characters, {m['words']} words, {m['paragraphs']} paragraph(s): within the limits"
+
+
+def script_share(reply: str) -> tuple[int, int]:
+    """(Han characters, Latin letters) in the reply."""
+    return len(_HAN.findall(reply)), len(_LATIN.findall(reply))
+
+
+def _language(check: dict, reply: str) -> tuple[bool, str]:
+    han, latin = script_share(reply)
+    if han + latin == 0:
+        return False, "no letters"
+    # Chinese replies carry Latin names, codes and amounts ("订单 A-1042", "EUR"): counted per character, a Han
+    # character outweighs a Latin letter about 3 to 1 in information.
+    zh = 3 * han / (3 * han + latin)
+    want = check["language"]
+    ok = zh >= 0.5 if want == "zh" else zh < 0.2
+    share = f"{han} Han characters, {latin} Latin letters"
+    return (True, f"written in {want} ({share})") if ok else (False, f"not written in {want} ({share})")
+
+
+def _ifeval(check: dict, reply: str) -> tuple[bool, str]:
+    from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
+
+    instruction_id, kwargs = check["instruction_id"], check.get("kwargs") or {}
+    checker = INSTRUCTION_DICT[instruction_id](instruction_id)
+    checker.build_description(**kwargs)  # every argument given (validated when the task file was read)
+    try:
+        ok = bool(reply.strip()) and bool(checker.check_following(reply))
+    except Exception as exc:  # noqa: BLE001 (a checker failing on a hostile reply is a failed check, not a crash)
+        return False, f"{instruction_id}: the checker failed on the reply ({type(exc).__name__})"
+    args = json.dumps(kwargs, ensure_ascii=False)[:80]
+    return (True, f"{instruction_id} {args}: followed") if ok else (False, f"{instruction_id} {args}: not followed")
+
+
+def _source_numbers(reply: str, source: str) -> tuple[bool, str]:
+    src = source_for(source)
+    stated = list(dict.fromkeys(extract_numbers(reply)))
+    invented = [n for n in stated if not src.has_number(n)]
+    if invented:
+        shown = ", ".join(f"{n:g}" for n in invented[:4]) + (f" and {len(invented) - 4} more" if len(invented) > 4 else "")
+        return False, f"states {shown}, not in the source"
+    return True, f"every number stated ({len(stated)}) is in the source"
+
+
+CHECKS = {"contains": _contains, "not_contains": _not_contains, "value": _value, "not_value": _not_value,
+          "regex": _regex, "not_regex": _not_regex, "length": _length, "language": _language, "ifeval": _ifeval,
+          "source_numbers": None}  # needs the task's text: check_item calls _source_numbers
+
+
+def _or(texts: list[str]) -> str:
+    shown = " or ".join(repr(t) for t in texts[:3])
+    return shown + (f" (or {len(texts) - 3} more)" if len(texts) > 3 else "")

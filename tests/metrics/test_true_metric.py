@@ -1,0 +1,47 @@
+"""The true metric of any task: strict fields for extraction, the checklist for free text, read alike."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rubricrl.calibrate.reply_corruptions import corrupt_reply
+from rubricrl.data.replies import generate_replies
+from rubricrl.evaluate.task import evaluate_responses, samples_markdown
+from rubricrl.metrics.strict import strict_counts, summarize
+from rubricrl.metrics.true_metric import scorable, true_counts
+from rubricrl.reward.scoring import RubricScorer
+from tests.reward.test_items import extraction_task, mixed_rubric
+
+
+def test_free_text_reads_as_fields_omissions_and_inventions():
+    task = generate_replies(seed=4, n_train=1, n_test=0)["train"][0]
+    gold = true_counts(task, task.reference)
+    assert gold.exact and gold.right == gold.fields and gold.null_for_present == gold.invented == 0
+    dropped = true_counts(task, corrupt_reply(task)["drop_essential"])
+    assert dropped.null_for_present >= 1 and not dropped.exact  # a fact not stated reads as an omission
+    broken = true_counts(task, corrupt_reply(task)["break_policy"])
+    assert broken.invented >= 1  # a broken guard reads as an invention
+    assert scorable(task) and not scorable(dataclasses.replace(task, meta={}))
+
+
+def test_extraction_is_the_strict_metric_unchanged():
+    task = extraction_task()
+    answer = '{"order": "A-1042", "amount": 45.0}'
+    assert true_counts(task, answer) == strict_counts(task, answer)
+
+
+def test_one_evaluation_reports_both_kinds_per_part():
+    ex, ft = extraction_task(), generate_replies(seed=4, n_train=1, n_test=0)["train"][0]
+    ex = dataclasses.replace(ex, meta={"part": "extraction"})
+    ft = dataclasses.replace(ft, meta={**ft.meta, "part": "free_text"})
+    rubric = mixed_rubric()
+    metrics = evaluate_responses([ex, ft, ft], ['{"order": "A-1042", "amount": 45.0}', ft.reference, "No."],
+                                 RubricScorer(rubric), n_boot=50)
+    assert metrics["parts"]["extraction"]["strict"]["field_accuracy"] == 1.0
+    assert metrics["parts"]["free_text"]["strict"]["exact_object_rate"] == 0.5
+    assert metrics["parts"]["extraction"]["components"]["items"] is None  # not a component of that kind
+    no = RubricScorer(rubric).score(ft, "No.").component("items").score
+    assert metrics["all"]["components"]["items"] == (10.0 + no) / 2  # over the two free-text replies only
+    table = samples_markdown(metrics["samples"])
+    assert "items" in table and "format" in table
+    assert summarize([true_counts(ft, ft.reference), true_counts(ex, "{}")])["n"] == 2
