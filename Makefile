@@ -46,8 +46,10 @@ $(VENV)/.installed: pyproject.toml overrides.txt scripts/llama_cpp.sh
 	@[ -d .git ] || git init -q
 	touch $@
 
+# PROFILE=configs/free_text.yaml (or another overlay): its keys are written into params.yaml first (`rubricrl config
+# apply`), so `dvc repro` sees what changed; `git checkout params.yaml` undoes it.
 run: setup
-	$(BIN)/rubricrl pipeline run
+	$(if $(PROFILE),$(BIN)/rubricrl config apply $(PROFILE) &&) $(BIN)/rubricrl pipeline run
 
 test: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=12

@@ -228,11 +228,15 @@ class GRPOSettings(CommonSettings):
 class DataParams(Section):
     source: Literal["generate", "file"] = "generate"
     tasks_file: str | None = None  # source=file: a JSONL task file in the public task format
+    # Generated data: JSON extraction (rubricrl/data/generate.py), free-text customer-service replies graded by their
+    # own rubric items (rubricrl/data/replies.py), or both (mixed: each family half of every split).
+    task_family: Literal["extraction", "free_text", "mixed"] = "extraction"
     seed: int = 0
     n_train: int = Field(800, ge=1)
     n_test: int = Field(200, ge=1)
     n_val: int = Field(50, ge=0)  # taken out of train: the rubric stage calibrates on these
     heldout_domains: list[str] | None = None  # generated data: domains kept out of training
+    heldout_scenarios: list[str] | None = None  # generated free text: scenarios kept out (None: double_charge)
     test_fraction: float = Field(0.2, gt=0, lt=1)  # source=file without meta.part: share held out
 
     @model_validator(mode="after")
@@ -268,7 +272,7 @@ class RubricParams(Section):
     n_calibration: int = Field(50, ge=5)  # validation tasks (gold + one corruption per failure mode each)
     policy_responses: str | None = None  # optional JSONL (id, response) of policy samples, instead of sampling
     policy_samples: int = Field(4, ge=0)  # on-policy calibration: samples per task from the GRPO start model (0: off)
-    policy_tasks: int = Field(6, ge=1)  # ... on the first N calibration tasks, at grpo.temperature / max_completion_length
+    policy_tasks: int = Field(6, ge=1)  # ... on N calibration tasks (stratified), at grpo.temperature / max_completion_length
     sample_engine: Engine = "llama_cpp"  # llama_cpp: an F16 GGUF, each prompt processed once for its k samples (CPU)
     min_auc: float = Field(0.6, ge=0.5, le=1.0)  # a component must separate gold from its targets this well
     keep_weak: bool = False  # keep non-discriminating components (with a warning) instead of dropping

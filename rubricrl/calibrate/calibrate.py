@@ -17,7 +17,6 @@ faithfulness and the missed_values penalty read) and label-free, with the refere
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, replace
 
@@ -27,6 +26,8 @@ from sklearn.metrics import roc_auc_score
 
 from rubricrl.metrics.true_metric import true_counts
 from rubricrl.calibrate.corruptions import corrupt
+from rubricrl.calibrate.reply_corruptions import EXPECTED, corrupt_reply
+from rubricrl.core.prompt import gold_completion
 from rubricrl.reward.scoring import RubricScorer, ScoreResult
 from rubricrl.reward.spec import Rubric
 from rubricrl.core.taskfile import Task
@@ -44,10 +45,16 @@ class CalItem:
 
 
 def calibration_set(tasks: list[Task], seed: int = 0, policy: list[tuple[Task, str]] = ()) -> list[CalItem]:
+    """Gold and its corruptions per task (an extraction answer's modes, or a free-text reply's), then the policy's
+    samples."""
     items = []
     for task in tasks:
-        items.append(CalItem(task, "gold", json.dumps(task.reference, ensure_ascii=False), GOLD_LEVEL))
-        items += [CalItem(task, m.name, r, m.level, m.targets) for m, r in corrupt(task, seed)]
+        items.append(CalItem(task, "gold", gold_completion(task), GOLD_LEVEL))
+        if task.schema is not None:
+            items += [CalItem(task, m.name, r, m.level, m.targets) for m, r in corrupt(task, seed)]
+        else:
+            items += [CalItem(task, name, r, EXPECTED[name][1], EXPECTED[name][0])
+                      for name, r in corrupt_reply(task, seed).items()]
     items += [CalItem(t, "policy", r, None) for t, r in policy]
     return items
 
@@ -65,14 +72,21 @@ def _signed(result: ScoreResult, cid: str) -> float:
     return c.score if c.kind != "penalty" else -c.score
 
 
+def _scored(results: list[ScoreResult], cid: str) -> list[int]:
+    """The items a component scored (a mixed set: only the tasks of the component's kinds)."""
+    return [k for k, r in enumerate(results) if any(c.id == cid for c in r.components)]
+
+
 def component_table(items: list[CalItem], results: list[ScoreResult], min_auc: float) -> dict:
-    gold = [k for k, it in enumerate(items) if it.mode == "gold"]
     table = {}
-    for comp in results[0].components:
-        values = np.array([_signed(r, comp.id) for r in results])
-        targeted = [k for k, it in enumerate(items) if comp.id in it.targets]
-        negatives = targeted or [k for k, it in enumerate(items) if it.mode not in ("gold", "policy")]
-        varies = bool(values.std() > 1e-9)
+    for cid in dict.fromkeys(c.id for r in results for c in r.components):
+        at = _scored(results, cid)
+        comp = results[at[0]].component(cid)
+        values = np.array([_signed(r, cid) if k in at else 0.0 for k, r in enumerate(results)])
+        gold = [k for k in at if items[k].mode == "gold"]
+        targeted = [k for k in at if cid in items[k].targets]
+        negatives = targeted or [k for k in at if items[k].mode not in ("gold", "policy")]
+        varies = bool(values[at].std() > 1e-9)
         y = [1] * len(gold) + [0] * len(negatives)
         s = np.concatenate([values[gold], values[negatives]])
         auc = float(roc_auc_score(y, s)) if varies and 0 < sum(y) < len(y) else 0.5
@@ -82,7 +96,7 @@ def component_table(items: list[CalItem], results: list[ScoreResult], min_auc: f
             verdict = f"dropped: ROC AUC {auc:.3f} < {min_auc} (does not separate gold from its targets)"
         else:
             verdict = "kept"
-        table[comp.id] = {"kind": comp.kind, "auc": round(auc, 4), "varies": varies,
+        table[cid] = {"kind": comp.kind, "auc": round(auc, 4), "varies": varies,
                           "std": round(float(values.std()), 4), "n_targeted": len(targeted),
                           "keep": verdict == "kept", "verdict": verdict}
     return table
@@ -97,7 +111,10 @@ def judge_consistency(rubric: Rubric, scorer: RubricScorer, items: list[CalItem]
     out = {}
     for crit in (c for c in rubric.criteria if c.kind == "judge"):
         judge = scorer.judges[crit.judge].name  # the judge actually used (params may override the rubric's)
-        sampled = [r.component(crit.id).samples for r in results if r.component(crit.id).samples]
+        at = _scored(results, crit.id)
+        if not at:
+            continue
+        sampled = [results[k].component(crit.id).samples for k in at if results[k].component(crit.id).samples]
         multi = [s for s in sampled if len(s) > 1]
         if multi:
             agree = sum(len(set(s)) == 1 for s in multi) / len(multi)
@@ -105,8 +122,8 @@ def judge_consistency(rubric: Rubric, scorer: RubricScorer, items: list[CalItem]
             out[crit.id] = {"judge": judge, "verdicts_with_repeats": len(multi),
                             "agreement": round(agree, 4), "mean_spread": round(spread, 4)}
             continue
-        again = scorer.score_batch([(it.task, it.response) for it in items])
-        first = [r.component(crit.id).score for r in results]
+        again = scorer.score_batch([(items[k].task, items[k].response) for k in at])
+        first = [results[k].component(crit.id).score for k in at]
         second = [r.component(crit.id).score for r in again]
         same = sum(a == b for a, b in zip(first, second)) / len(first)
         out[crit.id] = {"judge": judge, "verdicts_with_repeats": len(first), "agreement": round(same, 4),
@@ -314,5 +331,6 @@ def calibrate(rubric: Rubric, scorer: RubricScorer, items: list[CalItem], min_au
     }
     points = {"totals": totals, "accuracy": [strict_accuracy(it.task, it.response) for it in items],
               "modes": [it.mode for it in items], "targets": [it.targets for it in items],
-              "signed": {cid: [_signed(r, cid) for r in results] for cid in components}}
+              "signed": {cid: [_signed(r, cid) if any(c.id == cid for c in r.components) else None for r in results]
+                         for cid in components}}
     return Calibration(kept_rubric, report, points)

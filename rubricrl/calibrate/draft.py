@@ -14,6 +14,7 @@ import re
 from pydantic import ValidationError
 
 from rubricrl.calibrate.corruptions import corrupt
+from rubricrl.reward.load import load_rubric
 from rubricrl.reward.rules import constraint_decimals
 from rubricrl.reward.spec import Criterion, Example, Penalty, Rubric
 from rubricrl.config import JudgeConfig
@@ -187,3 +188,26 @@ def add_proposals(rubric: Rubric, criteria: list[Criterion], judge: JudgeConfig)
     if new:
         data["judges"]["openai"] = judge.model_dump()
     return Rubric.model_validate(data)
+
+
+def free_text_draft(judge: JudgeConfig | None = None) -> Rubric:
+    """The shipped free_text rubric: each task's own items (rubricrl/reward/rubrics/free_text.yaml). With a judge
+    endpoint (scoring.judge: openai) the items without a deterministic check go to it; otherwise they stay
+    ungraded (a task's checked items carry the reward)."""
+    rubric = load_rubric("free_text")
+    if judge is None:
+        return rubric
+    data = rubric.model_dump()
+    data["judges"]["openai"] = judge.model_dump()
+    data["item_judge"] = "openai"
+    return Rubric.model_validate(data)
+
+
+def combine(first: Rubric, second: Rubric) -> Rubric:
+    """One rubric scoring the kinds of both (each criterion keeps its `tasks`): a mixed data set's draft."""
+    a, b = first.model_dump(), second.model_dump()
+    return Rubric.model_validate({
+        **a, "name": f"{first.name}+{second.name}",
+        "description": f"{first.description} / {second.description}".strip(" /"),
+        "criteria": a["criteria"] + b["criteria"], "penalties": a["penalties"] + b["penalties"],
+        "judges": {**b["judges"], **a["judges"]}, "item_judge": a["item_judge"] or b["item_judge"]})

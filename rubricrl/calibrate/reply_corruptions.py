@@ -116,6 +116,15 @@ MODES: dict[str, Callable[[Task, random.Random], str | None]] = {
 }
 
 
+# What each mode should lower in the free_text rubric (its components `items`, and `pitfalls`, a penalty: raise),
+# and the known quality level of its reply (gold is 3) for the calibration's ordering.
+EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
+    "drop_essential": (("items",), 1), "change_amount": (("items", "pitfalls"), 1),
+    "break_policy": (("pitfalls",), 0), "pad_filler": (("items",), 2), "flatter_judge": (("pitfalls",), 2),
+    "wrong_language": (("items",), 0),
+}
+
+
 def corrupt_reply(task: Task, seed: int = 0) -> dict[str, str]:
     """Every mode that applies to the task: {mode: corrupted reply}. Needs the task's gold reply."""
     if not isinstance(task.reference, str):

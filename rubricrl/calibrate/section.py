@@ -140,8 +140,8 @@ def plots(points: dict, out_dir: Path) -> list[Path]:
     fig, axes = plt.subplots(1, len(comps), figsize=(2.6 * len(comps), 3.2), squeeze=False)
     for ax, cid in zip(axes[0], comps):
         vals = points["signed"][cid]
-        gold = [v for v, m in zip(vals, points["modes"]) if m == "gold"]
-        targeted = [v for v, m, t in zip(vals, points["modes"], points["targets"]) if cid in t]
+        gold = [v for v, m in zip(vals, points["modes"]) if m == "gold" and v is not None]
+        targeted = [v for v, m, t in zip(vals, points["modes"], points["targets"]) if cid in t and v is not None]
         ax.boxplot([gold, targeted or [0.0]], tick_labels=["gold", "targeted"])
         ax.set_title(cid, fontsize=9)
     fig.suptitle("Per-component separation (penalties negative)")

@@ -9,38 +9,52 @@ from rubricrl.core.atomic import output_set, write_json, write_text
 from rubricrl.config import Params
 from rubricrl.core.errors import ConfigError
 from rubricrl.calibrate.calibrate import Calibration, calibrate, calibration_set
-from rubricrl.calibrate.draft import add_proposals, derive_rubric, propose_criteria
+from rubricrl.calibrate.draft import add_proposals, combine, derive_rubric, free_text_draft, propose_criteria
 from rubricrl.calibrate.gate import gate_failures
 from rubricrl.calibrate.section import markdown, plots
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.reward.spec import Rubric
+from rubricrl.core.slices import stratified
 from rubricrl.core.taskfile import Task, load_responses
 
 OUTPUT_FILES = ("draft.yaml", "rubric.yaml", "report.json", "report.md", "separation.png", "reward_vs_accuracy.png")
 
 
 def generate_draft(tasks: list[Task], params: Params, llm: bool | None = None) -> tuple[Rubric, list[str]]:
-    """The schema-derived draft, plus LLM-proposed criteria when asked; problems of skipped proposals."""
-    draft = derive_rubric(tasks)
+    """The draft for the kinds of task in the data: for extraction the schema-derived criteria, plus LLM-proposed
+    ones when asked; for free text the shipped free_text rubric (each task's own items, their items graded by
+    scoring.openai_judge when scoring.judge is openai); both for mixed data. Problems of skipped proposals."""
+    extraction = [t for t in tasks if t.schema is not None]
+    free = [t for t in tasks if t.schema is None]
+    draft, problems = None, []
     use_llm = params.rubric.llm_proposals if llm is None else llm
-    if not use_llm:
-        return draft, []
-    judge = params.scoring.openai_judge
-    if judge is None:
-        raise ConfigError("scoring.openai_judge: LLM proposals need a judge endpoint (set it, or rubric.llm_proposals: false)")
-    criteria, problems = propose_criteria(judge, tasks, params.rubric.n_answers, policy_model=params.policy.model)
-    for p in problems:
-        print(f"warning: rubric proposal {p}", file=sys.stderr)
-    return add_proposals(draft, criteria, judge), problems
+    if extraction:
+        draft = derive_rubric(extraction)
+        if use_llm:
+            judge = params.scoring.openai_judge
+            if judge is None:
+                raise ConfigError("scoring.openai_judge: LLM proposals need a judge endpoint (set it, or "
+                                  "rubric.llm_proposals: false)")
+            criteria, problems = propose_criteria(judge, extraction, params.rubric.n_answers,
+                                                  policy_model=params.policy.model)
+            for p in problems:
+                print(f"warning: rubric proposal {p}", file=sys.stderr)
+            draft = add_proposals(draft, criteria, judge)
+    if free:
+        items = free_text_draft(params.scoring.judge_config())
+        draft = items if draft is None else combine(draft, items)
+    if draft is None:
+        raise ConfigError("rubric: the training split holds no task to draft a rubric from")
+    return draft, problems
 
 
 def policy_samples(model_dir: str | Path, tasks: list[Task], params: Params) -> list[tuple[Task, str]]:
-    """rubric.policy_samples completions per task of the first rubric.policy_tasks tasks, drawn from the
+    """rubric.policy_samples completions per task of rubric.policy_tasks tasks (stratified), drawn from the
     model GRPO starts from, at GRPO's temperature and completion length (what the reward will see)."""
     from rubricrl.inference.generate import sample_responses
 
     cfg, g = params.rubric, params.grpo
-    chosen = tasks[: cfg.policy_tasks]
+    chosen = stratified(tasks, cfg.policy_tasks)
     samples, stats = sample_responses(model_dir, chosen, cfg.policy_samples, g.temperature, g.max_completion_length,
                                       top_p=g.top_p, seed=cfg.seed, engine=cfg.sample_engine)
     print(f"rubric: sampled {stats.n} policy answers from {model_dir} in {stats.seconds:.0f} s "
@@ -54,7 +68,7 @@ def run_calibration(rubric: Rubric, val: list[Task], params: Params, policy_resp
     `policy_responses` (or rubric.policy_responses), else sampled from `policy_model` when
     rubric.policy_samples > 0."""
     cfg = params.rubric
-    tasks = [t for t in val if t.reference is not None][: cfg.n_calibration]
+    tasks = stratified([t for t in val if t.reference is not None], cfg.n_calibration)
     if len(tasks) < 5:
         raise ConfigError(f"rubric.n_calibration: only {len(tasks)} validation tasks with a reference; need at least 5")
     policy = []

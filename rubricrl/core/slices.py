@@ -1,6 +1,7 @@
 """Stratified slices: every slice the pipeline takes (eval's test tasks per part, distillation's and export's
 verification tasks, the hack monitor's and calibration's validation tasks) draws round-robin across strata
-(part, domain, language), so a short slice sees every held-out domain instead of the first ones in file order."""
+(part, task kind, domain, language), so a short slice sees every held-out domain, and both kinds of a mixed
+data set, instead of the first ones in file order."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ T = TypeVar("T")
 
 
 def stratum(task: Task) -> tuple:
-    """A task's stratum: its test part, domain and language (absent keys count as one stratum)."""
+    """A task's stratum: its test part, kind (extraction or free text), domain and language (absent keys count as
+    one stratum)."""
     m = task.meta or {}
-    return (m.get("part"), m.get("domain"), m.get("lang"))
+    return (m.get("part"), task.kind, m.get("domain"), m.get("lang"))
 
 
 def stratified(items: Sequence[T], n: int | None, key: Callable[[T], Hashable] = stratum) -> list[T]:
     """n items drawn round-robin level by level of the key: across its first element (the test part), within
-    each of those across the second (domain), then the third (language); groups in order of first appearance,
+    each of those across the next (kind, then domain, then language); groups in order of first appearance,
     each in file order. Returned in file order; n None or >= len(items): every item. Deterministic.
 
     Level by level, so that a part with more domains does not take a short slice to itself: 8 of a test split

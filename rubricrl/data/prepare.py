@@ -16,15 +16,37 @@ def prepare_splits(params: DataParams) -> dict[str, list[Task]]:
     """train / val / test; val is a seeded sample of the training pool, never trained on."""
     try:
         if params.source == "generate":
-            from rubricrl.data.generate import generate_dataset
-
-            splits = generate_dataset(seed=params.seed, n_train=params.n_train + params.n_val,
-                                      n_test=params.n_test, heldout_domains=params.heldout_domains)
+            splits = generate_family(params)
         else:
             splits = split_user_tasks(load_tasks(params.tasks_file), params.test_fraction, params.seed)
         return {**carve_validation(splits["train"], params.n_val, params.seed), "test": splits["test"]}
     except ValueError as err:  # sizes or domain names the generator or split cannot honour
         raise ConfigError(f"params: data: {err}") from None
+
+
+def generate_family(params: DataParams) -> dict[str, list[Task]]:
+    """The generated train (with validation) and test tasks of data.task_family; mixed: each family gives half of
+    every split (extraction the larger half of an odd count), extraction tasks first."""
+    from rubricrl.data.generate import generate_dataset
+    from rubricrl.data.replies import generate_replies
+
+    n_train, n_test = params.n_train + params.n_val, params.n_test
+    family = params.task_family
+    share = {"extraction": (1.0, 0.0), "free_text": (0.0, 1.0), "mixed": (0.5, 0.5)}[family]
+    sizes = [(round(n_train * w + 0.01), round(n_test * w + 0.01)) for w in share]  # + 0.01: a half rounds up
+    if family == "mixed":
+        sizes[1] = (n_train - sizes[0][0], n_test - sizes[0][1])
+    parts = []
+    if sizes[0] != (0, 0):
+        parts.append(generate_dataset(seed=params.seed, n_train=sizes[0][0], n_test=sizes[0][1],
+                                      heldout_domains=params.heldout_domains))
+    if sizes[1] != (0, 0):
+        parts.append(generate_replies(seed=params.seed, n_train=sizes[1][0], n_test=sizes[1][1],
+                                      heldout=params.heldout_scenarios))
+    if family == "mixed" and any(not p[s] for p in parts for s in ("train", "test")):
+        raise ValueError(f"task_family mixed: n_train {params.n_train} + n_val {params.n_val} and n_test "
+                         f"{params.n_test} must each be at least 2 (a task of each family)")
+    return {s: [t for p in parts for t in p[s]] for s in ("train", "test")}
 
 
 def carve_validation(pool: list[Task], n_val: int, seed: int) -> dict[str, list[Task]]:
@@ -62,14 +84,15 @@ def split_stats(splits: dict[str, list[Task]]) -> dict:
     stats: dict = {}
     for name, tasks in splits.items():
         n = len(tasks)
-        with_null = sum(1 for t in tasks if t.reference and any(v is None for v in t.reference.values()))
+        with_null = sum(1 for t in tasks if isinstance(t.reference, dict) and any(v is None for v in t.reference.values()))
         hard = sum(1 for t in tasks if t.meta.get("hard"))
         stats[name] = {
             "n": n,
             "with_reference": sum(t.reference is not None for t in tasks),
             "share_hard": round(hard / n, 4),
             "share_gold_null": round(with_null / n, 4),
-            "distinct_schemas": len({tuple(sorted(t.properties)) for t in tasks}),
+            "distinct_schemas": len({tuple(sorted(t.properties)) for t in tasks if t.schema is not None}),
+            "kinds": dict(sorted(Counter(t.kind for t in tasks).items())),
             "parts": dict(sorted(Counter(t.meta.get("part", "unknown") for t in tasks).items())),
             "domains": dict(sorted(Counter(t.meta.get("domain", "unknown") for t in tasks).items())),
             "langs": dict(sorted(Counter(t.meta.get("lang", "unknown") for t in tasks).items())),

@@ -305,9 +305,11 @@ def serve_check(gguf: str | Path, task: Task, scorer, max_tokens: int = 256, tim
                     time.sleep(0.3)
             client = OpenAI(base_url=base, api_key="none", timeout=timeout_s, max_retries=1)
             start = time.perf_counter()
+            # An extraction task asks for its schema's JSON (the server's grammar); a free-text reply is prose.
+            shape = {} if task.schema is None else {
+                "response_format": {"type": "json_object", "schema": task.schema}}
             reply = client.chat.completions.create(
-                model=Path(gguf).name, messages=task_messages(task), temperature=0.0, max_tokens=max_tokens,
-                response_format={"type": "json_object", "schema": task.schema})
+                model=Path(gguf).name, messages=task_messages(task), temperature=0.0, max_tokens=max_tokens, **shape)
             seconds = time.perf_counter() - start
         finally:
             stop_server(proc)

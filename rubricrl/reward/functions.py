@@ -75,8 +75,10 @@ class RubricReward:
         return funcs, weights
 
     def _component_func(self, cid: str) -> Callable:
-        def component(prompts=None, completions=None, **columns) -> list[float]:
-            return [r.component(cid).score for r in self.score(completions, **columns)]
+        def component(prompts=None, completions=None, **columns) -> list[float | None]:
+            # None where the criterion is not for the task's kind (a mixed batch): TRL leaves it out of the sum.
+            return [next((c.score for c in r.components if c.id == cid), None)
+                    for r in self.score(completions, **columns)]
 
         component.__name__ = cid
         return component

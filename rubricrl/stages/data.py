@@ -43,17 +43,19 @@ def run(params: Params) -> DataResult:
 
 def section(result: DataResult, params: Params) -> str:
     cfg = params.data
-    source = f"generated (seed {cfg.seed})" if cfg.source == "generate" else f"`{cfg.tasks_file}`"
+    source = (f"generated ({cfg.task_family.replace('_', ' ')}, seed {cfg.seed})" if cfg.source == "generate"
+              else f"`{cfg.tasks_file}`")
     splits = result.model_dump()
-    rows = [[name, s["n"], s["with_reference"], s["share_hard"], s["share_gold_null"], s["distinct_schemas"],
-             ", ".join(f"{k} {v}" for k, v in s["parts"].items()), ", ".join(f"{k} {v}" for k, v in s["langs"].items())]
+    rows = [[name, s["n"], ", ".join(f"{k} {v}" for k, v in s["kinds"].items()), s["with_reference"], s["share_hard"],
+             s["share_gold_null"], s["distinct_schemas"], ", ".join(f"{k} {v}" for k, v in s["parts"].items()),
+             ", ".join(f"{k} {v}" for k, v in s["langs"].items())]
             for name, s in splits.items()]
     return "\n".join([
         "# Data", "",
         f"Tasks {source}: {result.train['n']} train, {result.val['n']} validation (calibration and the hack monitor, "
         f"never trained on), {result.test['n']} test.", "",
-        table(["split", "tasks", "with reference", "hard share", "gold-null share", "schemas", "parts", "languages"],
-              rows),
+        table(["split", "tasks", "kinds", "with reference", "hard share", "gold-null share", "schemas", "parts",
+               "languages"], rows),
         "", "Domains: " + "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in s["domains"].items())
                                    for name, s in splits.items()) + "."])
 

@@ -84,12 +84,12 @@ def calibration_texts(model_dir: str, n: int) -> list[str]:
     from transformers import AutoTokenizer
 
     from rubricrl.inference.generate import chat_texts
-    from rubricrl.core.prompt import task_messages
+    from rubricrl.core.prompt import gold_completion, task_messages
 
     tasks = [t for t in load_tasks(DATA.train) if t.reference is not None][:n]
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    return chat_texts(tokenizer, [task_messages(t) + [{"role": "assistant", "content": json.dumps(
-        t.reference, ensure_ascii=False)}] for t in tasks])
+    return chat_texts(tokenizer, [task_messages(t) + [{"role": "assistant", "content": gold_completion(t)}]
+                                  for t in tasks])
 
 
 def run(params: Params) -> ExportResult:
