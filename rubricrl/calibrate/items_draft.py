@@ -1,5 +1,6 @@
-"""Rubric items for a free-text task that has none: a deterministic draft from the task itself, and optionally a
-stronger model's proposals (the openai endpoint), each validated as a task file's items are.
+"""Rubric items for a free-text task that has none: a deterministic draft from the task itself (here), and
+optionally a stronger model's proposals (rubricrl/calibrate/items_propose.py), each validated as a task file's
+items are.
 
 The draft holds what needs no understanding of the task and is safe on any reply: the identifiers the source
 gives (order and ticket numbers: named), the source's language, a length limit a constraint states, and two
@@ -10,19 +11,16 @@ with a check where one fits, else graded by the rubric's item_judge), or the use
 
 from __future__ import annotations
 
-import json
 import re
+from typing import Callable
 
-from rubricrl.config import JudgeConfig
-from rubricrl.core.items import CHECK_KINDS, GRADER_WORDS, IMPORTANCES, check_items
-from rubricrl.core.prompt import task_user_message
+from rubricrl.core.items import GRADER_WORDS, check_items
 from rubricrl.core.taskfile import Task
 
 _ID = re.compile(r"(?<![\w-])(?=[A-Z0-9-]*\d)[A-Z]{1,4}-?\d{3,}(?![\w-])")
 _WORDS_LIMIT = (re.compile(r"(?:under|at most|no more than|within|fewer than)\s+(\d{2,4})\s+words", re.I),
                 re.compile(r"(?:不超过|最多|少于)\s*(\d{2,4})\s*(?:个)?字"))
 MAX_IDS = 3
-MAX_PROPOSED = 8
 
 
 def source_language(text: str) -> str:
@@ -55,65 +53,26 @@ def draft_items(task: Task) -> list[dict]:
     return items
 
 
-def proposal_messages(task: Task) -> list[dict]:
-    kinds = ", ".join(CHECK_KINDS)
-    lines = ["A free-text task (the data below is not an instruction to you):", task_user_message(task), ""]
-    if isinstance(task.reference, str):
-        lines += ["A good reply:", task.reference, ""]
-    lines += [f"Propose 3 to {MAX_PROPOSED} rubric items that a good reply meets: the facts it must state, the "
-              "policy it must keep, and pitfalls (mistakes a reply could make: importance pitfall, phrased as the "
-              f"mistake). For each: a short snake_case id, the criterion, the importance ({', '.join(IMPORTANCES)}), "
-              f"and, where a deterministic check fits, a check (kinds: {kinds}; e.g. "
-              '{"kind": "value", "value": 45.0} or {"kind": "contains", "text": ["refund"]}). '
-              'Reply with JSON {"items": [...]} only.']
-    return [{"role": "system", "content": "You design grading rubrics for LLM outputs."},
-            {"role": "user", "content": "\n".join(lines)}]
+Proposer = Callable[[Task, set[str]], tuple[list[dict], list[str]]]
 
 
-PROPOSAL_SCHEMA = {
-    "type": "object",
-    "properties": {"items": {"type": "array", "minItems": 1, "maxItems": MAX_PROPOSED, "items": {
-        "type": "object",
-        "properties": {"id": {"type": "string"}, "criterion": {"type": "string"},
-                       "importance": {"type": "string", "enum": list(IMPORTANCES)}, "check": {"type": "object"}},
-        "required": ["id", "criterion", "importance"]}}},
-    "required": ["items"],
-}
-
-
-def parse_item_proposals(text: str, taken: set[str] = frozenset()) -> tuple[list[dict], list[str]]:
-    """The valid proposed items (ids prefixed llm_) and one problem line per skipped one."""
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as err:
-        return [], [f"the proposal is not JSON: {str(err)[:120]}"]
-    proposed = data.get("items") if isinstance(data, dict) else None
-    if not isinstance(proposed, list):
-        return [], ["the proposal has no 'items' list"]
-    kept, problems, ids = [], [], set(taken)
-    for i, item in enumerate(proposed[:MAX_PROPOSED]):
-        if isinstance(item, dict) and isinstance(item.get("id"), str):
-            item = {**item, "id": "llm_" + re.sub(r"[^A-Za-z0-9_.\-]", "_", item["id"].strip())[:60]}
-        if isinstance(item, dict) and item.get("check") in ({}, None):
-            item = {k: v for k, v in item.items() if k != "check"}  # no check: the item judge grades it
-        found = check_items([item])
-        if not found and item["id"] in ids:
-            found = [f".{item['id']}.id: duplicate item id"]
-        if found:
-            problems.append(f"items[{i}]: skipped: {found[0].lstrip('.')[:200]}")
+def fill_items(tasks: list[Task], propose: Proposer | None = None) -> tuple[list[Task], dict]:
+    """The tasks with items for every free-text task written with `items: []`: the deterministic draft, plus
+    `propose(task, ids already taken)`'s items when given (the LLM proposer: a malformed item skipped and reported).
+    Returns the tasks (the others unchanged) and what was done: {"drafted": n, "proposed": n, "problems": [...]}."""
+    todo = {i for i, t in enumerate(tasks) if t.schema is None and not t.items}
+    done = {"drafted": len(todo), "proposed": 0, "problems": []}
+    out = []
+    for i, task in enumerate(tasks):
+        if i not in todo:
+            out.append(task)
             continue
-        ids.add(item["id"])
-        kept.append(item)
-    return kept, problems
-
-
-def propose_items(config: JudgeConfig, task: Task, policy_model: str | None = None) -> tuple[list[dict], list[str]]:
-    """Ask the judge endpoint for a task's items; the valid ones and the problems."""
-    from rubricrl.reward.judges.openai_judge import OpenAIJudge
-
-    judge = OpenAIJudge(config, policy_model=policy_model)
-    try:
-        text = judge.complete_json(proposal_messages(task), PROPOSAL_SCHEMA, lambda t: t, f"items for {task.id}")
-    finally:
-        judge.close()
-    return parse_item_proposals(text)
+        items = draft_items(task)
+        if propose is not None:
+            proposed, problems = propose(task, {it["id"] for it in items})
+            items += proposed
+            done["proposed"] += len(proposed)
+            done["problems"] += [f"task {task.id}: {p}" for p in problems]
+        out.append(Task.from_dict({**task.to_dict(), "items": items,
+                                   "meta": {**task.meta, "items_drafted": "llm" if propose else "draft"}}))
+    return out, done

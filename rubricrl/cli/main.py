@@ -90,6 +90,35 @@ def cmd_rubric_generate(args) -> None:
     print(f"wrote {args.out}: {kinds}; {len(problems)} proposal(s) skipped")
 
 
+def cmd_rubric_items(args) -> None:
+    from rubricrl.calibrate.items_draft import fill_items
+    from rubricrl.core.atomic import write_jsonl
+    from rubricrl.core.errors import ConfigError
+    from rubricrl.core.taskfile import load_tasks
+
+    tasks = load_tasks(args.tasks)  # every problem named before anything is asked or written
+    propose, judge = None, None
+    if args.llm:
+        from rubricrl.calibrate.items_propose import propose_with
+        from rubricrl.reward.judges.openai_judge import OpenAIJudge
+
+        params = _params(args.params)
+        if params.scoring.openai_judge is None:
+            raise ConfigError("scoring.openai_judge: --llm needs a judge endpoint in the params file")
+        judge = OpenAIJudge(params.scoring.openai_judge, policy_model=params.policy.model)
+        propose = lambda task, taken: propose_with(judge, task, taken)  # noqa: E731
+    try:
+        filled, done = fill_items(tasks, propose)
+    finally:
+        if judge is not None:
+            judge.close()
+    for problem in done["problems"]:
+        print(f"warning: item proposal {problem}", file=sys.stderr)
+    write_jsonl(args.out, (t.to_dict() for t in filled))
+    print(f"wrote {args.out}: items drafted for {done['drafted']} of {len(tasks)} task(s) "
+          f"({done['proposed']} proposed by the judge endpoint, {len(done['problems'])} skipped)")
+
+
 def cmd_rubric_calibrate(args) -> None:
     from rubricrl.reward.load import load_rubric
     from rubricrl.calibrate.workflow import run_calibration, write_outputs
@@ -396,6 +425,13 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--llm", action="store_true", help="also ask scoring.openai_judge for semantic criteria")
     rg.add_argument("--params", help=PARAMS_HELP)
     rg.set_defaults(fn=cmd_rubric_generate)
+    ri = rb.add_parser("items", help="rubric items for free-text tasks written with items: [] (a deterministic "
+                       "draft; --llm adds the judge endpoint's proposals), written to a new task file to review")
+    ri.add_argument("--tasks", required=True)
+    ri.add_argument("--out", required=True)
+    ri.add_argument("--llm", action="store_true", help="also ask scoring.openai_judge for each task's items")
+    ri.add_argument("--params", help=PARAMS_HELP)
+    ri.set_defaults(fn=cmd_rubric_items)
     rc = rb.add_parser("calibrate", help="measure a rubric on validation tasks; drop components that do not discriminate")
     rc.add_argument("--rubric", required=True)
     rc.add_argument("--tasks", required=True, help="validation tasks with reference answers")

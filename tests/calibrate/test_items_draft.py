@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from rubricrl.calibrate.items_draft import draft_items, parse_item_proposals, propose_items
+from rubricrl.calibrate.items_draft import draft_items
+from rubricrl.calibrate.items_propose import parse_item_proposals, propose_items
 from rubricrl.calibrate.reply_corruptions import corrupt_reply
 from rubricrl.config import JudgeConfig
 from rubricrl.core.items import Item, check_items

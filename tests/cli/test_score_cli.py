@@ -70,3 +70,30 @@ def test_score_command_scores_extraction_and_free_text_tasks_in_one_file(tmp_pat
     assert rows[2]["pitfalls"]["score"] == 6.0 and "fell into 2: shipping" in rows[2]["pitfalls"]["reason"], rows[2]["pitfalls"]
     err = capsys.readouterr().err
     assert "3 responses scored" in err and "items" in err and "format" in err
+
+
+ITEMLESS = {"id": "cs1", "instruction": "Write the reply to the customer in at most 80 words.",
+            "text": "Order A-1042 (kettle, 45.00 EUR) arrived with a cracked lid. Policy: damage reported within 14 "
+                    "days gets a full refund.", "items": []}
+
+
+def test_rubric_items_drafts_items_for_free_text_tasks_written_without_them(tmp_path, capsys):
+    tasks = write_lines(tmp_path / "tasks.jsonl", [GOOD, ITEMLESS])
+    out = tmp_path / "filled.jsonl"
+    main(["rubric", "items", "--tasks", str(tasks), "--out", str(out)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[0] == json.loads(json.dumps(GOOD)) | {"constraints": GOOD.get("constraints", [])}
+    items = {i["id"]: i for i in rows[1]["items"]}
+    assert items["names_1"]["check"] == {"kind": "contains", "text": "A-1042"}
+    assert items["length"]["check"] == {"kind": "length", "max_words": 80}
+    assert {"language", "invented", "grader"} <= set(items) and rows[1]["meta"]["items_drafted"] == "draft"
+    assert "items drafted for 1 of 2 task(s)" in capsys.readouterr().out
+    main(["data", "validate", str(out)])  # the written file is a valid task file
+
+
+def test_rubric_items_with_llm_and_no_endpoint_says_which_key_and_writes_nothing(tmp_path, capsys):
+    tasks = write_lines(tmp_path / "tasks.jsonl", [ITEMLESS])
+    out = tmp_path / "filled.jsonl"
+    with pytest.raises(SystemExit):
+        main(["rubric", "items", "--tasks", str(tasks), "--out", str(out), "--llm"])
+    assert "scoring.openai_judge" in capsys.readouterr().err and not out.exists()

@@ -133,7 +133,7 @@ def test_a_free_text_task_file_loads_and_round_trips(tmp_path):
     (lambda r: r["items"].append({"id": "if", "criterion": "c", "importance": "optional",
                                   "check": {"kind": "ifeval", "instruction_id": "no:such"}}),
      "items.if.check.instruction_id: not an IFEval instruction id"),
-    (lambda r: r.update(items=[]), "items: must be a non-empty list"),
+    (lambda r: r.update(items={}), "items: must be a non-empty list"),  # [] is a task whose items get drafted
     (lambda r: r.update(reference={"a": 1}), "reference: a free-text task's reference is its gold reply"),
     (lambda r: r.update(schema={"type": "object", "properties": {"a": {}}}), "items: a task has a schema"),
     (lambda r: r.pop("items"), "schema: missing (an extraction task needs its schema, a free-text task its items)"),
