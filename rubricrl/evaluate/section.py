@@ -11,11 +11,18 @@ PAIRED_COLUMNS = (("reward", "reward"), ("field_accuracy", "strict field accurac
 
 
 def comparison_markdown(summary: dict[str, dict[str, dict]], paired: list[dict], max_total: float | None = None,
-                        figures: bool = False) -> str:
+                        figures: bool = False, kinds: set[str] = frozenset({"extraction"})) -> str:
     """`summary[model][part]` is a headline dict (task eval group: reward, strict metrics, rates); models in
     training order (base, sft, grpo). `paired` is paired_comparisons' output. `figures`: reference models.png and
-    paired.png beside the report."""
+    paired.png beside the report. `kinds`: the task kinds evaluated (free text reads the strict columns as its
+    checklist's)."""
     out_of = f" of {max_total:g}" if max_total else ""
+    free_text = ("" if "free_text" not in kinds else
+                 " For free-text tasks the same columns are the independent checklist (`rubricrl.metrics.checklist`, "
+                 "written apart from the rubric items): field accuracy is the share of checklist entries passed (facts "
+                 "stated exactly, policy kept, language and length), null for present a fact not stated, invented a "
+                 "broken guard (a forbidden refund or number), exact objects a reply that passes all of them; valid "
+                 "JSON and extra text do not apply to them.")
     parts = list(next(iter(summary.values())))
     rows = []
     for part in parts:
@@ -32,7 +39,7 @@ def comparison_markdown(summary: dict[str, dict[str, dict]], paired: list[dict],
              f"Greedy decoding on the test split. Reward is the rubric total{out_of}. The strict metrics come from "
              "`rubricrl.metrics.strict`, which shares no code with the reward: a field is right only when it equals "
              "the gold value after Unicode/case/space normalisation; a null for a stated value is wrong. Per-model "
-             "intervals are bootstrap 95% over tasks.", "",
+             f"intervals are bootstrap 95% over tasks.{free_text}", "",
              table(["model", "part", "n", "reward", "strict field accuracy", "exact objects", "null for present",
                     "invented", "valid JSON", "extra text"], rows)]
     if figures:

@@ -95,7 +95,8 @@ def run(params: Params) -> EvalResult:
         write_csv(PATHS.summary, rows, {k: k for k in rows[0]})  # `dvc plots`: models side by side
         plot_models(rows, OUT)
         plot_paired(paired, OUT)
-        write_text(PATHS.section, comparison_markdown(summary, paired, scorer.rubric.max_total, figures=True))
+        write_text(PATHS.section, comparison_markdown(summary, paired, scorer.rubric.max_total, figures=True,
+                                                          kinds={t.kind for t in tasks}))
         result = EvalResult(models=summary, paired=paired)
         result.write(PATHS.result)
         run.log_metrics({f"paired.{r['model']}-{r['vs']}.{r['part']}.{r['metric']}.{k}": r[k]
