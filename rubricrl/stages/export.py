@@ -74,7 +74,7 @@ def markdown(results: dict, cfg) -> str:
             s = r["serve"]
             lines += ["", f"Serve check ({name}, Q4_K_M via llama_cpp.server + openai client): task {s['task']}, "
                           f"reward {s['reward']:.2f}, field accuracy {s['field_accuracy']:.3f}, {s['seconds']} s.", "",
-                      "```json", s["answer"][:800], "```"]
+                      "```json" if s["answer"].lstrip().startswith("{") else "```text", s["answer"][:800], "```"]
     return "\n".join(lines) + "\n"
 
 

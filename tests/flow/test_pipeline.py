@@ -97,7 +97,7 @@ def test_pipeline_runs_stages_tracks_lineage_and_skips_up_to_date(tmp_path):
     (proj / "params.yaml").write_text(yaml.safe_dump(params))
     third = rubricrl(proj, "pipeline", "run", "--stage", "data")
     assert third.returncode != 0
-    assert "stage 'data' failed" in third.stderr and "user.jsonl:1: schema: missing required key" in third.stderr
+    assert "stage 'data' failed" in third.stderr and "user.jsonl:1: schema: missing (an extraction task needs its schema" in third.stderr
 
 
 def test_stage_order_follows_the_dvc_graph():
@@ -121,7 +121,7 @@ def test_bad_user_task_file_stops_the_stage_with_file_line_and_writes_nothing(tm
     (proj / "params.yaml").write_text(yaml.safe_dump(params))
     res = subprocess.run([sys.executable, "-m", "rubricrl.stages.data"], cwd=proj, text=True, capture_output=True)
     assert res.returncode == 2
-    assert "user.jsonl:1: schema: missing required key" in res.stderr
+    assert "user.jsonl:1: schema: missing (an extraction task needs its schema" in res.stderr
     assert not (proj / "data").exists() and not (proj / "metrics").exists()
 
 
