@@ -97,7 +97,7 @@ def component_table(items: list[CalItem], results: list[ScoreResult], min_auc: f
         else:
             verdict = "kept"
         table[cid] = {"kind": comp.kind, "auc": round(auc, 4), "varies": varies,
-                          "std": round(float(values.std()), 4), "n_targeted": len(targeted),
+                          "std": round(float(values[at].std()), 4), "n_targeted": len(targeted),
                           "keep": verdict == "kept", "verdict": verdict}
     return table
 
@@ -304,6 +304,11 @@ def calibrate(rubric: Rubric, scorer: RubricScorer, items: list[CalItem], min_au
     components = component_table(items, results, min_auc)
     weak = [cid for cid, row in components.items() if not row["keep"]]
     dropped = [] if keep_weak else weak
+    # A kind of task in the set whose every criterion is weak keeps them (dropping them would leave those tasks
+    # with nothing to score); the gate fails on it (rubricrl.calibrate.gate).
+    all_weak = {k: [c.id for c in rubric.criteria if k in c.tasks] for k in sorted({it.task.kind for it in items})}
+    all_weak = {k: ids for k, ids in all_weak.items() if ids and all(cid in dropped for cid in ids)}
+    dropped = [cid for cid in dropped if not any(cid in ids for ids in all_weak.values())]
     kept_rubric = Rubric.model_validate({
         **rubric.model_dump(),
         "criteria": [c.model_dump() for c in rubric.criteria if c.id not in dropped],
@@ -318,7 +323,8 @@ def calibrate(rubric: Rubric, scorer: RubricScorer, items: list[CalItem], min_au
         "n_tasks": len({it.task.id for it in items}),
         "components": components,
         "dropped": dropped,
-        "weak_kept": weak if keep_weak else [],
+        "weak_kept": weak if keep_weak else [cid for cid in weak if cid not in dropped],
+        "kinds_all_weak": all_weak,
         "judge_consistency": judge_consistency(rubric, scorer, items, results),
         "reward": reward_metrics(items, totals),
         "probes": probe_table(items, totals, min_margin),

@@ -22,7 +22,10 @@ def gate_failures(report: dict, bars) -> list[str]:
     on = getattr(bars, "gate_on", "referenced")
     if on not in GATE_ON:
         raise ValueError(f"rubric.gate_on: {on!r} is not one of {', '.join(GATE_ON)}")
-    fails = []
+    fails = [f"criteria: every criterion that scores {kind} tasks ({', '.join(ids)}) separates gold from its "
+             f"corruptions less than rubric.min_auc: the rubric cannot score these tasks; rework their criteria "
+             f"(items, judge prompts) and rerun the rubric stage"
+             for kind, ids in sorted((report.get("kinds_all_weak") or {}).items())]
     if on in ("referenced", "both"):
         fails += _failures(report, bars, report.get("min_margin", 0))
     if on in ("label_free", "both"):

@@ -59,7 +59,10 @@ def change_amount(task: Task, rng: random.Random) -> str | None:
     for item in _checked(task, None, ("value",)):
         if item.pitfall:
             continue
-        value = float(item.check["value"])
+        try:  # a value check may also name a date, a time or a code ("2024-03-05"): only a number is changed
+            value = float(item.check["value"])
+        except ValueError:
+            continue
         for m in _numbers_in(gold):
             if float(m.group()) == value:
                 decimals = len(m.group().split(".")[1]) if "." in m.group() else 0

@@ -96,7 +96,8 @@ def check_items(items: Any) -> list[str]:
             problems.append(f"{name}.id: must be 1-64 characters of A-Z a-z 0-9 _ . -")
         elif iid in seen:
             problems.append(f"{name}.id: duplicate item id")
-        seen.add(iid)
+        else:
+            seen.add(iid)
         for key in sorted(set(item) - {"id", "criterion", "importance", "check"}):
             problems.append(f"{name}: {str(key)[:80]}: unknown key (allowed: check, criterion, id, importance)")
         if not isinstance(item.get("criterion"), str) or not item["criterion"].strip():
@@ -113,7 +114,7 @@ def check_problems(check: Any) -> list[str]:
     if not isinstance(check, dict):
         return [f": must be an object, got {type(check).__name__}"]
     kind = check.get("kind")
-    if kind not in CHECK_KINDS:
+    if not isinstance(kind, str) or kind not in CHECK_KINDS:
         return [f".kind: must be one of {', '.join(CHECK_KINDS)}, got {str(kind)[:80]!r}"]
     required, optional = CHECK_KINDS[kind]
     problems = [f".{k}: missing (a {kind} check needs it)" for k in required if k not in check]
@@ -166,7 +167,7 @@ def _ifeval_problems(instruction_id: Any, kwargs: Any) -> list[str]:
     unknown argument, a bad type, a checker needing NLTK data that is not installed) fails at load time."""
     from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
 
-    if instruction_id not in INSTRUCTION_DICT:
+    if not isinstance(instruction_id, str) or instruction_id not in INSTRUCTION_DICT:
         return [f".instruction_id: not an IFEval instruction id: {str(instruction_id)[:80]!r}"]
     if not isinstance(kwargs, dict):
         return [".kwargs: must be an object"]

@@ -118,6 +118,12 @@ def check_task_row(row: Any, where: str) -> list[str]:
         schema_ok = not schema_problems
     if "items" in row and row["items"] != []:  # [] : a free-text task whose items the data stage drafts
         problems += [f"{where}: items{p}" for p in check_items(row["items"])]
+    meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
+    if "items" in row and "lang" in meta and meta["lang"] not in REPLY_LANGUAGES:
+        problems.append(f"{where}: meta.lang: a free-text task's language is one of {', '.join(REPLY_LANGUAGES)} "
+                        f"(the drafts, corruptions and checklist know these), got {_clip(repr(meta['lang']), 80)}")
+    if "checklist" in meta:
+        problems += [f"{where}: meta.checklist{p}" for p in check_checklist(meta["checklist"])]
     ref = row.get("reference")
     if ref is not None and "schema" not in row:
         if not isinstance(ref, str) or not ref.strip():
@@ -129,6 +135,48 @@ def check_task_row(row: Any, where: str) -> list[str]:
             for path, message in SchemaValidator(row["schema"]).errors(ref):
                 problems.append(f"{where}: reference{path}: does not validate against its schema: {message}")
     return problems
+
+
+REPLY_LANGUAGES = ("en", "zh")
+_CHECKLIST_KEYS = ("lang", "facts", "forbidden_numbers", "refund_allowed", "max_words")
+
+
+def check_checklist(sheet: Any) -> list[str]:
+    """Problems of a free-text task's `meta.checklist`, the true metric's held-out checklist (its format and meaning:
+    rubricrl/metrics/checklist.py), each as a key path suffix."""
+    if not isinstance(sheet, dict):
+        return [f": must be an object, got {type(sheet).__name__}"]
+    problems = [f": {_clip(str(k), 80)}: unknown key (allowed: {', '.join(_CHECKLIST_KEYS)})"
+                for k in sorted(set(sheet) - set(_CHECKLIST_KEYS), key=str)]
+    if "lang" in sheet and sheet["lang"] not in REPLY_LANGUAGES:
+        problems.append(f".lang: must be one of {', '.join(REPLY_LANGUAGES)}, got {_clip(repr(sheet['lang']), 80)}")
+    facts = sheet.get("facts", [])
+    if not isinstance(facts, list):
+        return problems + [".facts: must be a list of facts"]
+    for i, fact in enumerate(facts):
+        kinds = [k for k in ("number", "text", "any_text") if isinstance(fact, dict) and k in fact]
+        if not isinstance(fact, dict) or not isinstance(fact.get("what"), str) or len(kinds) != 1:
+            problems.append(f".facts[{i}]: must be an object with `what` (a string) and one of number, text, any_text")
+        elif kinds == ["number"] and not _is_number(fact["number"]):
+            problems.append(f".facts[{i}].number: must be a number")
+        elif kinds == ["text"] and (not isinstance(fact["text"], str) or not fact["text"].strip()):
+            problems.append(f".facts[{i}].text: must be a non-empty string")
+        elif kinds == ["any_text"] and (not isinstance(fact["any_text"], list) or not fact["any_text"] or not all(
+                isinstance(t, str) and t.strip() for t in fact["any_text"])):
+            problems.append(f".facts[{i}].any_text: must be a non-empty list of non-empty strings")
+    forbidden = sheet.get("forbidden_numbers", [])
+    if not isinstance(forbidden, list) or not all(_is_number(x) for x in forbidden):
+        problems.append(".forbidden_numbers: must be a list of numbers")
+    if not isinstance(sheet.get("refund_allowed", True), bool):
+        problems.append(".refund_allowed: must be true or false")
+    words = sheet.get("max_words", 1)
+    if isinstance(words, bool) or not isinstance(words, int) or words < 1:
+        problems.append(".max_words: must be a positive integer")
+    return problems
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x and abs(x) != float("inf")
 
 
 def check_schema(schema: Any) -> list[str]:

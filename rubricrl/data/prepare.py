@@ -7,7 +7,7 @@ from collections import Counter
 
 from rubricrl.config import DataParams
 from rubricrl.core.errors import ConfigError
-from rubricrl.core.taskfile import Task, load_tasks
+from rubricrl.core.taskfile import FREE_TEXT, Task, load_tasks
 
 PARTS = ("in_domain", "held_out_domain")
 
@@ -19,9 +19,16 @@ def prepare_splits(params: DataParams) -> dict[str, list[Task]]:
             splits = generate_family(params)
         else:
             splits = split_user_tasks(load_tasks(params.tasks_file), params.test_fraction, params.seed)
-        return {**carve_validation(splits["train"], params.n_val, params.seed), "test": splits["test"]}
+        out = {**carve_validation(splits["train"], params.n_val, params.seed), "test": splits["test"]}
     except ValueError as err:  # sizes or domain names the generator or split cannot honour
         raise ConfigError(f"params: data: {err}") from None
+    unscored = [f"{t.id} ({name})" for name in ("val", "test") for t in out[name]
+                if t.kind == FREE_TEXT and not isinstance(t.meta.get("checklist"), dict)]
+    if unscored:  # calibration, the hack monitor and the eval score these by the checklist alone
+        raise ConfigError(f"{params.tasks_file}: meta.checklist: missing in {len(unscored)} free-text task(s) that "
+                          f"land in val or test, e.g. {', '.join(unscored[:3])}: the true metric of a free-text task is "
+                          f"its held-out checklist (README, Free text), written apart from its items")
+    return out
 
 
 def generate_family(params: DataParams) -> dict[str, list[Task]]:
@@ -52,7 +59,16 @@ def generate_family(params: DataParams) -> dict[str, list[Task]]:
 def carve_validation(pool: list[Task], n_val: int, seed: int) -> dict[str, list[Task]]:
     if n_val >= len(pool):
         raise ValueError(f"n_val={n_val} leaves no training tasks out of {len(pool)}")
-    picked = set(random.Random(f"val:{seed}").sample(range(len(pool)), n_val))
+    kinds = sorted({t.kind for t in pool})
+    if len(kinds) == 1:
+        picked = set(random.Random(f"val:{seed}").sample(range(len(pool)), n_val))
+    else:  # mixed: each kind gives val its share of the pool (largest remainders), so calibration sees both
+        by_kind = {k: [i for i, t in enumerate(pool) if t.kind == k] for k in kinds}
+        exact = {k: n_val * len(ix) / len(pool) for k, ix in by_kind.items()}
+        take = {k: int(x) for k, x in exact.items()}
+        for k in sorted(kinds, key=lambda k: take[k] - exact[k])[:n_val - sum(take.values())]:
+            take[k] += 1
+        picked = {i for k in kinds for i in random.Random(f"val:{seed}:{k}").sample(by_kind[k], take[k])}
     train = [t for i, t in enumerate(pool) if i not in picked]
     val = [_with_part(t, "val") for i, t in enumerate(pool) if i in picked]
     return {"train": train, "val": val}

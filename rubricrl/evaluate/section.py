@@ -10,13 +10,18 @@ PAIRED_COLUMNS = (("reward", "reward"), ("field_accuracy", "strict field accurac
                   ("exact_object_rate", "exact objects"))
 
 
-def comparison_markdown(summary: dict[str, dict[str, dict]], paired: list[dict], max_total: float | None = None,
+def comparison_markdown(summary: dict[str, dict[str, dict]], paired: list[dict],
+                        max_total: float | dict[str, float] | None = None,
                         figures: bool = False, kinds: set[str] = frozenset({"extraction"})) -> str:
     """`summary[model][part]` is a headline dict (task eval group: reward, strict metrics, rates); models in
     training order (base, sft, grpo). `paired` is paired_comparisons' output. `figures`: reference models.png and
     paired.png beside the report. `kinds`: the task kinds evaluated (free text reads the strict columns as its
-    checklist's)."""
-    out_of = f" of {max_total:g}" if max_total else ""
+    checklist's). `max_total`: the rubric's highest total, or per task kind (a mixed rubric's differ)."""
+    if isinstance(max_total, dict):
+        out_of = " of " + " or ".join(f"{v:g} ({k.replace('_', '-')} tasks)" for k, v in max_total.items()) \
+            if len(max_total) > 1 else (f" of {next(iter(max_total.values())):g}" if max_total else "")
+    else:
+        out_of = f" of {max_total:g}" if max_total else ""
     free_text = ("" if "free_text" not in kinds else
                  " For free-text tasks the same columns are the independent checklist (`rubricrl.metrics.checklist`, "
                  "written apart from the rubric items): field accuracy is the share of checklist entries passed (facts "

@@ -74,7 +74,7 @@ def check(task: Task, reply: str) -> ChecklistResult:
     sheet = task.meta.get("checklist")
     if not isinstance(sheet, dict):
         raise ValueError(f"task {task.id}: no checklist in meta (the free-text true metric needs one)")
-    out, lang = ChecklistResult(), sheet.get("lang", "en")
+    out, lang = ChecklistResult(), sheet.get("lang") or task.meta.get("lang") or "en"
     said, numbers, source_numbers = _norm(reply), _numbers(reply), _numbers(task.text)
 
     def mark(ok: bool, what: str, kind: str) -> None:

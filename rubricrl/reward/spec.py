@@ -89,6 +89,9 @@ class Rubric(Strict):
         for c in self.criteria:
             if c.kind == "judge" and c.judge not in self.judges:
                 raise ValueError(f"criteria.{c.id}.judge: unknown judge '{c.judge}' (defined: {', '.join(self.judges)})")
+            if c.kind == "judge" and self.judges[c.judge].type == "embedding":
+                raise ValueError(f"criteria.{c.id}.judge: '{c.judge}' is an embedding judge, which grades rubric "
+                                 f"items only (name it in item_judge)")
         return self
 
     @property

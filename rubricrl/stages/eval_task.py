@@ -95,8 +95,9 @@ def run(params: Params) -> EvalResult:
         write_csv(PATHS.summary, rows, {k: k for k in rows[0]})  # `dvc plots`: models side by side
         plot_models(rows, OUT)
         plot_paired(paired, OUT)
-        write_text(PATHS.section, comparison_markdown(summary, paired, scorer.rubric.max_total, figures=True,
-                                                          kinds={t.kind for t in tasks}))
+        kinds = {t.kind for t in tasks}
+        tops = {k: scorer.rubric.max_total_for(k) for k in scorer.rubric.kinds if k in kinds}
+        write_text(PATHS.section, comparison_markdown(summary, paired, tops, figures=True, kinds=kinds))
         result = EvalResult(models=summary, paired=paired)
         result.write(PATHS.result)
         run.log_metrics({f"paired.{r['model']}-{r['vs']}.{r['part']}.{r['metric']}.{k}": r[k]

@@ -90,8 +90,10 @@ class Rubric(StagePaths):
     plots: tuple[str, ...] = ("separation", "reward_vs_accuracy")
     metrics: tuple[str, ...] = ("result",)
     # Calibrated on gold + corruptions of the val tasks and on samples of the model GRPO starts from
-    # (grpo.start_from picks one of the two models: both are deps).
-    deps: tuple[str, ...] = (DATA.train, DATA.val, SFT.model, PREPARE_MODEL.model)
+    # (grpo.start_from picks one of the two models: both are deps). Free-text tasks are drafted from the shipped
+    # free_text rubric (package data, not code).
+    deps: tuple[str, ...] = (DATA.train, DATA.val, SFT.model, PREPARE_MODEL.model,
+                             "rubricrl/reward/rubrics/free_text.yaml")
 
 
 RUBRIC = Rubric()

@@ -3,6 +3,7 @@ calibration on reply corruptions (and mixed sets), stratified slices by kind, an
 
 import json
 import math
+import random
 
 import pytest
 
@@ -13,7 +14,7 @@ from rubricrl.calibrate.workflow import generate_draft, run_calibration
 from rubricrl.config import DataParams, Params
 from rubricrl.core.errors import ConfigError
 from rubricrl.core.slices import stratified
-from rubricrl.data.prepare import prepare_splits, split_stats
+from rubricrl.data.prepare import generate_family, prepare_splits, split_stats
 from rubricrl.reward.functions import RubricReward
 from rubricrl.reward.scoring import RubricScorer
 
@@ -132,17 +133,70 @@ def test_the_data_stage_drafts_items_for_user_tasks_written_without_them(tmp_pat
     from rubricrl.stages import data as stage
     from rubricrl.core.taskfile import load_tasks
 
-    rows = [{"id": f"cs{i}", "instruction": "Reply to the customer in at most 90 words.",
-             "text": f"Order A-{1000 + i} arrived late. Policy: a voucher of 10 EUR after 3 days.", "items": [],
-             "reference": f"Sorry about order A-{1000 + i}: here is a voucher of 10 EUR."} for i in range(10)]
+    rows = user_reply_rows(10)
     src = tmp_path / "mine.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    p = Params()
-    params = p.model_copy(update={"data": DataParams(source="file", tasks_file=str(src), n_val=2),
-                                  "tracking": p.tracking.model_copy(update={"enabled": False})})
-    result = stage.run(params)
+    result = stage.run(file_params(src))
     assert result.items_drafted["drafted"] == 10
     tasks = [t for split in ("train", "val", "test") for t in load_tasks(f"data/{split}.jsonl")]
     assert len(tasks) == 10 and all(t.items and t.meta["items_drafted"] == "draft" for t in tasks)
     assert "Items drafted for 10 free-text task(s)" in (tmp_path / "outputs/sections/data.md").read_text()
+
+
+def user_reply_rows(n: int, checklist: bool = True) -> list[dict]:
+    return [{"id": f"cs{i}", "instruction": "Reply to the customer in at most 90 words.",
+             "text": f"Order A-{1000 + i} arrived late. Policy: a voucher of 10 EUR after 3 days.", "items": [],
+             "reference": f"Sorry about order A-{1000 + i}: here is a voucher of 10 EUR.",
+             **({"meta": {"checklist": {"lang": "en", "facts": [{"what": "order", "text": f"A-{1000 + i}"},
+                                                                {"what": "voucher", "number": 10}]}}}
+                if checklist else {})} for i in range(n)]
+
+
+def file_params(src) -> Params:
+    p = Params()
+    return p.model_copy(update={"data": DataParams(source="file", tasks_file=str(src), n_val=2),
+                                "tracking": p.tracking.model_copy(update={"enabled": False})})
+
+
+def test_user_free_text_tasks_without_a_checklist_in_val_or_test_are_refused_before_anything_is_written(
+        tmp_path, monkeypatch):
+    from rubricrl.stages import data as stage
+
+    rows = user_reply_rows(10)
+    for r in rows[1:]:
+        del r["meta"]  # only cs0 keeps its checklist
+    src = tmp_path / "mine.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"mine.jsonl: meta.checklist: missing in 4 free-text task\(s\) that land "
+                                          r"in val or test, e.g. cs\d \(val\)"):
+        stage.run(file_params(src))
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_mixed_validation_split_takes_each_kind_in_its_share():
+    for n_val in (5, 9, 30):
+        val = prepare_splits(_params("mixed", n_train=60, n_val=n_val, n_test=10).data)["val"]
+        counts = [sum(t.kind == k for t in val) for k in ("extraction", "free_text")]
+        assert sorted(counts) == [n_val // 2, n_val - n_val // 2], (n_val, counts)
+    # one family alone: the validation sample is the one it always was (one seeded draw over the pool)
+    data = _params("extraction", n_train=60, n_val=9, n_test=10).data
+    pool = generate_family(data)["train"]
+    picked = sorted(random.Random(f"val:{data.seed}").sample(range(len(pool)), 9))
+    assert [t.id for t in prepare_splits(data)["val"]] == [pool[i].id for i in picked]
+
+
+def test_a_kind_whose_every_criterion_is_weak_keeps_them_and_fails_the_gate(splits):
+    from rubricrl.calibrate.calibrate import calibrate
+    from rubricrl.calibrate.calibrate import calibration_set as cal_set
+
+    p = _params("mixed")
+    draft, _ = generate_draft(splits["mixed"]["train"], p)
+    items = cal_set([t for t in splits["mixed"]["val"] if t.reference is not None], p.rubric.seed)
+    cal = calibrate(draft, RubricScorer(draft), items, min_auc=1.01)  # no component can reach an AUC above 1
+    assert cal.report["kinds_all_weak"]["free_text"] == ["items"]
+    assert "items" not in cal.report["dropped"] and "items" in cal.report["weak_kept"]
+    assert cal.rubric.kinds == ["extraction", "free_text"]  # free-text tasks still have something to score them
+    assert any(f.startswith("criteria: every criterion that scores free_text tasks (items)")
+               for f in gate_failures(cal.report, p.rubric))

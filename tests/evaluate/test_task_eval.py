@@ -194,4 +194,8 @@ def test_comparison_report_gives_paired_differences(hand, scorer):
     summary = {k: {"all": m["all"], **m["parts"]} for k, m in runs.items()}
     md = comparison_markdown(summary, paired, 15)
     assert "| grpo - base | all |" in md and "overlap" not in md
+    assert "Reward is the rubric total of 15." in md
+    assert "the rubric total of 15 (extraction tasks) or 10 (free-text tasks)." in comparison_markdown(
+        summary, paired, {"extraction": 15, "free_text": 10})  # a mixed rubric's totals differ by kind
+    assert "the rubric total of 10." in comparison_markdown(summary, paired, {"free_text": 10})
     assert "| sft | all | 5 |" in md

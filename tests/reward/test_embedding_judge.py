@@ -43,3 +43,20 @@ def test_the_scorer_uses_it_as_the_rubric_item_judge():
     assert en.total == 10.0 and off.total == 0.0, (en.to_dict(), off.to_dict())
     zh = scorer.score(task("zh"), "您好，我们可以为您全额退款或换货。")
     assert "left ungraded (the item judge did not grade them)" in zh.component("items").reason
+
+
+def test_a_criterion_cannot_name_it_as_its_judge_and_chinese_batches_load_no_model(monkeypatch):
+    import pytest
+
+    from rubricrl.reward.judges import embedding
+    from rubricrl.reward.spec import Rubric
+
+    data = load_rubric("json_extraction").model_dump()
+    data["judges"]["emb"] = {"type": "embedding"}
+    data["criteria"][0] = {"id": "covers", "kind": "judge", "judge": "emb", "description": "covers the points"}
+    with pytest.raises(ValueError, match="criteria.covers.judge: 'emb' is an embedding judge, which grades rubric "
+                                         "items only"):
+        Rubric.model_validate(data)
+    monkeypatch.setattr(embedding, "_model", lambda: pytest.fail("the model was loaded for a Chinese batch"))
+    [zh] = EmbeddingJudge(JudgeConfig(type="embedding")).grade_items([ItemRequest(task("zh"), "您好。", task().items)])
+    assert zh.met == {"options": None, "password": None}

@@ -137,6 +137,21 @@ def test_a_free_text_task_file_loads_and_round_trips(tmp_path):
     (lambda r: r.update(reference={"a": 1}), "reference: a free-text task's reference is its gold reply"),
     (lambda r: r.update(schema={"type": "object", "properties": {"a": {}}}), "items: a task has a schema"),
     (lambda r: r.pop("items"), "schema: missing (an extraction task needs its schema, a free-text task its items)"),
+    # values of the wrong JSON type (a list where a string belongs) are problems, never a TypeError
+    (lambda r: r["items"][1].update(id=["order"]), "items[1].id: must be 1-64 characters"),
+    (lambda r: r["items"][1].update(check={"kind": ["contains"], "text": "x"}), "items.order.check.kind: must be one"),
+    (lambda r: r["items"].append({"id": "if", "criterion": "c", "importance": "optional",
+                                  "check": {"kind": "ifeval", "instruction_id": {"a": 1}}}),
+     "items.if.check.instruction_id: not an IFEval instruction id"),
+    (lambda r: r["items"][1].update(importance=["essential"]), "items.order.importance: must be one of essential"),
+    (lambda r: r.update(meta={"lang": "de"}), "meta.lang: a free-text task's language is one of en, zh"),
+    (lambda r: r.update(meta={"checklist": {"facts": [{"what": "order"}]}}),
+     "meta.checklist.facts[0]: must be an object with `what`"),
+    (lambda r: r.update(meta={"checklist": {"facts": [{"what": "x", "number": "45"}]}}),
+     "meta.checklist.facts[0].number: must be a number"),
+    (lambda r: r.update(meta={"checklist": {"lang": "fr"}}), "meta.checklist.lang: must be one of en, zh"),
+    (lambda r: r.update(meta={"checklist": {"max_words": 0, "refund_allowed": "no", "forbidden_numbers": ["1"],
+                                            "extra": 1}}), "meta.checklist: extra: unknown key"),
 ])
 def test_a_bad_item_is_named_by_file_line_and_item(tmp_path, change, expected):
     rows = [free_task().to_dict(), free_task(tid="cs-en-2").to_dict()]
@@ -225,3 +240,30 @@ def test_source_numbers_passes_numbers_the_source_states_and_names_an_invented_o
     assert ok.passed is True, ok.reason
     bad = check_item(check, "Order A-1042: we refund 45.00 EUR plus 4.99 EUR shipping within 7 days.", TICKET)
     assert bad.passed is False and "4.99, 7" in bad.reason
+
+
+def test_a_checklist_reports_every_problem_and_the_generated_ones_have_none():
+    from rubricrl.core.taskfile import check_checklist
+    from rubricrl.data.replies import generate_replies
+
+    problems = check_checklist({"max_words": 0, "refund_allowed": "no", "forbidden_numbers": ["1"], "extra": 1,
+                                "facts": [{"what": "x", "any_text": []}, {"what": "y", "text": "a", "number": 1}]})
+    assert problems == [": extra: unknown key (allowed: lang, facts, forbidden_numbers, refund_allowed, max_words)",
+                        ".facts[0].any_text: must be a non-empty list of non-empty strings",
+                        ".facts[1]: must be an object with `what` (a string) and one of number, text, any_text",
+                        ".forbidden_numbers: must be a list of numbers", ".refund_allowed: must be true or false",
+                        ".max_words: must be a positive integer"]
+    splits = generate_replies(seed=3, n_train=40, n_test=20)
+    assert not [p for s in splits.values() for t in s for p in check_checklist(t.meta["checklist"])]
+
+
+def test_change_amount_passes_over_a_value_that_is_a_date_and_changes_the_amount():
+    import random
+
+    from rubricrl.calibrate.reply_corruptions import change_amount
+
+    date = {"id": "date", "criterion": "Names the delivery date", "importance": "important",
+            "check": {"kind": "value", "value": "2024-03-05"}}
+    task = free_task(items=[date, *ITEMS], reference=GOLD + " It arrived on 2024-03-05.")
+    changed = change_amount(task, random.Random(0))
+    assert changed == task.reference.replace("45.00", "54.00")

@@ -24,8 +24,10 @@ ENV = {**os.environ, "DVC_NO_ANALYTICS": "1"}
 
 
 def is_package_data(path: str) -> bool:
-    """A data folder shipped inside the package (e.g. rubricrl/general/data), read by the modules beside it."""
-    return path.startswith("rubricrl/") and Path(path).name == "data" and not path.endswith(".py")
+    """A data folder shipped inside the package (e.g. rubricrl/general/data), read by the modules beside it, or a
+    shipped rubric (rubricrl/reward/rubrics/*.yaml)."""
+    return path.startswith("rubricrl/") and (Path(path).name == "data" or path.endswith(".yaml")) \
+        and not path.endswith(".py")
 
 
 def is_code(path: str) -> bool:

@@ -51,11 +51,10 @@ class EmbeddingJudge:
 
     def similarities(self, requests: list[ItemRequest]) -> list[dict[str, float]]:
         """Per request, each item's highest cosine similarity to a sentence of the reply (0 for an empty reply)."""
-        model = _model()
         texts = sorted({i.criterion for r in requests for i in r.items} | {s for r in requests
                                                                              for s in sentences(r.response)})
-        vectors = dict(zip(texts, model.encode(texts, batch_size=64, normalize_embeddings=True,
-                                               convert_to_numpy=True))) if texts else {}
+        vectors = dict(zip(texts, _model().encode(texts, batch_size=64, normalize_embeddings=True,
+                                                  convert_to_numpy=True))) if texts else {}
         out = []
         for r in requests:
             said = [vectors[s] for s in sentences(r.response)]
