@@ -321,6 +321,7 @@ def calibrate(rubric: Rubric, scorer: RubricScorer, items: list[CalItem], min_au
         "rubric": rubric.name,
         "n_items": len(items),
         "n_tasks": len({it.task.id for it in items}),
+        "kinds": sorted({it.task.kind for it in items}),
         "components": components,
         "dropped": dropped,
         "weak_kept": weak if keep_weak else [cid for cid in weak if cid not in dropped],

@@ -5,11 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from rubricrl.core.tables import table
+from rubricrl.core.taskfile import EXTRACTION, FREE_TEXT
+
+
+def true_metric(report: dict) -> str:
+    """What the calibration's true metric is for the kinds in the set: the share of schema fields answered exactly
+    right for extraction, of the held-out checklist's entries passed for free text (rubricrl.calibrate.calibrate)."""
+    kinds = set(report.get("kinds") or [EXTRACTION])  # reports written before `kinds` were extraction's
+    names = (["strict field accuracy"] if EXTRACTION in kinds else []) + (["checklist score"] if FREE_TEXT in kinds
+                                                                          else [])
+    return " / ".join(names) or "strict field accuracy"
+
+
+def _has_extraction(report: dict) -> bool:
+    return EXTRACTION in (report.get("kinds") or [EXTRACTION])
 
 
 def markdown(report: dict, gate: list[str]) -> str:
     """The calibration report (the rubric stage's report section; its plots beside it)."""
-    r = report["reward"]
+    r, metric = report["reward"], true_metric(report)
     lines = [f"# Rubric calibration: {report['rubric']}", "",
              f"{report['n_items']} answers on {report['n_tasks']} validation tasks; "
              f"judge calls per scored response: {report['judge_calls_per_response']}. "
@@ -19,12 +33,12 @@ def markdown(report: dict, gate: list[str]) -> str:
                  ["pairwise accuracy (gold above each corruption)",
                   f"{r['pairwise_accuracy']} ({r['n_pairs']} pairs, {r['pairwise_ties']} ties)"],
                  ["Kendall's tau vs known ordering", r["kendall_tau"]],
-                 ["Spearman vs strict field accuracy", r["spearman_accuracy"]],
+                 [f"Spearman vs {metric}", r["spearman_accuracy"]],
                  ["reward mean / std", f"{r['scale']['mean']} / {r['scale']['std']}"],
                  ["reward min / max", f"{r['scale']['min']} / {r['scale']['max']} (max possible {report['max_total']})"]],
                  digits=4),
              "", "![Per-component separation](separation.png)", "",
-             "![Reward vs strict field accuracy](reward_vs_accuracy.png)", "",
+             f"![Reward vs {metric}](reward_vs_accuracy.png)", "",
              "## Components", "",
              table(["component", "kind", "ROC AUC", "std", "verdict"],
                    [[cid, row["kind"], row["auc"], row["std"], row["verdict"]]
@@ -32,7 +46,8 @@ def markdown(report: dict, gate: list[str]) -> str:
              "", "## Judge consistency", "",
              table(["criterion", "judge", "repeats", "agreement", "mean spread"],
                    [[cid, row["judge"], row["verdicts_with_repeats"], row["agreement"], row["mean_spread"]]
-                    for cid, row in report["judge_consistency"].items()], digits=4),
+                    for cid, row in report["judge_consistency"].items()], digits=4)
+             if report["judge_consistency"] else "No judge criterion in this rubric: every score comes from a rule.",
              "", "## Reward-hacking probes", "",
              f"Each probe must score at least rubric.min_margin = {report.get('min_margin', 0)} below gold on every task.",
              "",
@@ -40,7 +55,7 @@ def markdown(report: dict, gate: list[str]) -> str:
                    [[mode, row["n"], row["mean_score"], row["mean_gold"], f"{row['share_below_gold']:.0%}",
                      row["mean_margin"], row["worst_margin"], "yes" if row["pass"] else "NO"]
                     for mode, row in report["probes"].items()])]
-    econ = report.get("economics")
+    econ = report.get("economics") if _has_extraction(report) else None  # prices of a missed JSON field
     if econ:
         nvd, anp = econ["null_vs_distractor"], econ["all_null_vs_partial"]
         ovn = econ.get("omission_vs_null")  # absent from reports written before it
@@ -60,10 +75,10 @@ def markdown(report: dict, gate: list[str]) -> str:
     if pol:
         lines.append(table(["metric", "value"], [
             ["samples (tasks)", f"{pol['n_samples']} ({pol['n_tasks']}), {pol['distinct_responses']} distinct"],
-            ["Spearman reward vs strict field accuracy", pol["spearman_accuracy"]],
+            [f"Spearman reward vs {metric}", pol["spearman_accuracy"]],
             ["pairwise accuracy within a task", f"{pol['pairwise_accuracy']} ({pol['n_pairs']} pairs, "
                                                 f"{pol['pairwise_ties']} reward ties)"],
-            ["mean reward / mean strict field accuracy", f"{pol['mean_reward']} / {pol['mean_accuracy']}"]], digits=4))
+            [f"mean reward / mean {metric}", f"{pol['mean_reward']} / {pol['mean_accuracy']}"]], digits=4))
     else:
         lines.append("No policy samples (rubric.policy_samples: 0).")
     if report.get("dropped"):
@@ -74,9 +89,10 @@ def markdown(report: dict, gate: list[str]) -> str:
     which = {"referenced": "the referenced figures", "label_free": "the label-free figures",
              "both": "both the referenced and the label-free figures"}[on]
     lines += ["", "## Gate", "", f"rubric.gate_on: {on} (the bars apply to {which}).", ""]
+    misses = (" abstaining is not the cheapest miss, leaving a field out is not cheaper than its null,"
+              if _has_extraction(report) else "")
     lines += [f"- FAIL: {g}" for g in gate] if gate else [
-        "All probes score below gold by the margin, abstaining is not the cheapest miss, leaving a field out is not "
-        "cheaper than its null, and the correlation bars "
+        f"All probes score below gold by the margin,{misses} and the correlation bars "
         f"are met on the corruption set and on the policy's samples ({which})."]
     return "\n".join(lines) + "\n"
 
@@ -102,14 +118,21 @@ def _headline(block: dict) -> list:
 
 def label_free_lines(report: dict) -> list[str]:
     """The calibration with every reference hidden from the reward, beside the referenced figures."""
-    free = report["label_free"]
+    free, metric, extraction = report["label_free"], true_metric(report), _has_extraction(report)
     names = ["pairwise accuracy, gold above each corruption (ties)", "Kendall's tau vs known ordering",
-             "Spearman reward vs strict field accuracy (corruption set)", "reward mean / std",
+             f"Spearman reward vs {metric} (corruption set)", "reward mean / std",
              "probes short of the margin", "worst probe margin",
              "null vs distractor: worst gap (share null dearer)",
              "left-out field vs its null: worst gap (share omission cheaper)", "all-null vs partly right: worst lead",
              "on-policy Spearman", "on-policy pairwise accuracy"]
-    rows = [[n, a, b] for n, a, b in zip(names, _headline(report), _headline(free))]
+    rows = [[n, a, b] for n, a, b in zip(names, _headline(report), _headline(free))
+            if extraction or not n.startswith(("null vs", "left-out", "all-null"))]  # prices of a missed JSON field
+    how = []
+    if extraction:
+        how.append("the faithfulness judge can only check values against the source text and gives a null (or a "
+                   "left-out field) half credit, and missed_values cannot see a null for a stated value")
+    if FREE_TEXT in (report.get("kinds") or []):
+        how.append("a free-text task's items read its source, not its gold reply, so they score as before")
     probe_rows = [[mode, row["n"], report["probes"][mode]["mean_margin"], report["probes"][mode]["worst_margin"],
                    row["mean_margin"], row["worst_margin"], f"{row['share_below_gold']:.0%}",
                    "yes" if row["pass"] else "NO"] for mode, row in free["probes"].items()]
@@ -117,10 +140,8 @@ def label_free_lines(report: dict) -> list[str]:
              for cid, row in free["components"].items() if not row["separates"]]
     return ["## Without references (label-free)", "",
             "The same answers scored by the calibrated reward with every task's reference hidden from it (the true "
-            "metric, strict field accuracy, still reads them): what the reward is worth on data without gold "
-            "answers. Here the faithfulness judge can only check values against the source text and gives a null "
-            "(or a left-out field) half credit, and missed_values cannot see a null for a stated value. "
-            f"Scoring took {free['seconds']} s more.", "",
+            f"metric, {metric}, still reads them): what the reward is worth on data without gold "
+            f"answers. Here {'; '.join(how)}. Scoring took {free['seconds']} s more.", "",
             table(["figure", "referenced", "label-free"], rows, digits=4), "",
             table(["probe", "n", "mean margin", "worst margin", "label-free mean margin", "label-free worst margin",
                    "label-free below gold", "label-free pass"], probe_rows), "",
@@ -128,7 +149,7 @@ def label_free_lines(report: dict) -> list[str]:
              if blind else "Without references every component still separates gold from its targets.")]
 
 
-def plots(points: dict, out_dir: Path) -> list[Path]:
+def plots(points: dict, out_dir: Path, metric: str = "strict field accuracy") -> list[Path]:
     """separation.png: each component's signed score, gold vs the answers it targets; reward_vs_accuracy.png."""
     import matplotlib
 
@@ -155,7 +176,7 @@ def plots(points: dict, out_dir: Path) -> list[Path]:
         xs = [f for f, m in zip(points["accuracy"], points["modes"]) if m == mode]
         ys = [t for t, m in zip(points["totals"], points["modes"]) if m == mode]
         ax.scatter(xs, ys, s=10, label=mode, alpha=0.7)
-    ax.set_xlabel("strict field accuracy")
+    ax.set_xlabel(metric)
     ax.set_ylabel("rubric reward")
     ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()

@@ -11,7 +11,7 @@ from rubricrl.core.errors import ConfigError
 from rubricrl.calibrate.calibrate import Calibration, calibrate, calibration_set
 from rubricrl.calibrate.draft import add_proposals, combine, derive_rubric, free_text_draft, propose_criteria
 from rubricrl.calibrate.gate import gate_failures
-from rubricrl.calibrate.section import markdown, plots
+from rubricrl.calibrate.section import markdown, plots, true_metric
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.reward.spec import Rubric
 from rubricrl.core.slices import stratified
@@ -96,7 +96,7 @@ def write_outputs(out_dir: Path, draft: Rubric, cal: Calibration, params: Params
         write_text(stage / "rubric.yaml", cal.rubric.to_yaml())
         write_json(stage / "report.json", report)
         write_text(stage / "report.md", markdown(report, gate))
-        plots(cal.points, stage)
+        plots(cal.points, stage, true_metric(report))
     r, pol = report["reward"], report.get("on_policy") or {}
     probes = report["probes"].values()
     free = report.get("label_free") or {}

@@ -10,6 +10,7 @@ import pytest
 from rubricrl.calibrate.calibrate import calibration_set
 from rubricrl.calibrate.gate import gate_failures
 from rubricrl.calibrate.reply_corruptions import EXPECTED, MODES
+from rubricrl.calibrate.section import markdown
 from rubricrl.calibrate.workflow import generate_draft, run_calibration
 from rubricrl.config import DataParams, Params
 from rubricrl.core.errors import ConfigError
@@ -80,6 +81,14 @@ def test_free_text_calibration_puts_gold_above_every_reply_corruption_and_passes
     assert report["components"]["items"]["auc"] > 0.9 and report["components"]["pitfalls"]["auc"] > 0.9
     assert report["economics"]["cost"] == {}  # extraction's ways to miss a field do not apply to replies
     assert gate_failures(report, p.rubric) == []
+    # The report speaks of the checklist and leaves out what only extraction has (prices of a missed JSON field,
+    # the faithfulness judge, an empty judge table).
+    text = markdown({**report, "gate_on": "referenced"}, [])
+    assert report["kinds"] == ["free_text"] and "Spearman vs checklist score" in text
+    for extraction_only in ("field accuracy", "Price of a missed field", "null vs distractor", "faithfulness",
+                            "abstaining", "| criterion | judge |"):
+        assert extraction_only not in text, extraction_only
+    assert "No judge criterion in this rubric" in text and "items read its source, not its gold reply" in text
 
 
 def test_a_mixed_calibration_scores_each_component_on_its_own_kind(splits):
@@ -97,6 +106,9 @@ def test_a_mixed_calibration_scores_each_component_on_its_own_kind(splits):
     assert [v is not None for v in signed["faithfulness"]] == [k == "extraction" for k in kinds]
     assert {"drop_essential", "null_for_present"} <= set(cal.report["probes"])
     assert gate_failures(cal.report, p.rubric) == []
+    text = markdown({**cal.report, "gate_on": "referenced"}, [])
+    assert "Spearman vs strict field accuracy / checklist score" in text and "Price of a missed field" in text
+    assert "faithfulness judge can only check" in text and "items read its source" in text
 
 
 def test_reply_corruptions_name_components_the_free_text_rubric_has(splits):
