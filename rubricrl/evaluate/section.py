@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rubricrl.core.tables import ci, table
 from rubricrl.metrics.paired import describe
+from rubricrl.metrics.true_metric import free_text_columns
 
 PAIRED_COLUMNS = (("reward", "reward"), ("field_accuracy", "strict field accuracy"),
                   ("null_for_present_rate", "null for present"), ("invented_rate", "invented"),
@@ -22,12 +23,7 @@ def comparison_markdown(summary: dict[str, dict[str, dict]], paired: list[dict],
             if len(max_total) > 1 else (f" of {next(iter(max_total.values())):g}" if max_total else "")
     else:
         out_of = f" of {max_total:g}" if max_total else ""
-    free_text = ("" if "free_text" not in kinds else
-                 " For free-text tasks the same columns are the independent checklist (`rubricrl.metrics.checklist`, "
-                 "written apart from the rubric items): field accuracy is the share of checklist entries passed (facts "
-                 "stated exactly, policy kept, language and length), null for present a fact not stated, invented a "
-                 "broken guard (a forbidden refund or number), exact objects a reply that passes all of them; valid "
-                 "JSON and extra text do not apply to them.")
+    free_text = free_text_columns(kinds) and " " + free_text_columns(kinds)
     parts = list(next(iter(summary.values())))
     rows = []
     for part in parts:

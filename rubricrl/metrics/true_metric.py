@@ -21,3 +21,15 @@ def true_counts(task: Task, response: str) -> StrictCounts:
     if task.kind == FREE_TEXT:
         return checklist_counts(task, response)
     return strict_counts(task, response)
+
+
+def free_text_columns(kinds) -> str:
+    """How the strict columns of a report read for free-text tasks (empty when `kinds` has none): the checklist's
+    counts under extraction's names (rubricrl.metrics.checklist.checklist_counts)."""
+    if FREE_TEXT not in set(kinds):
+        return ""
+    return ("For free-text tasks the same columns are the independent checklist (`rubricrl.metrics.checklist`, "
+            "written apart from the rubric items): field accuracy is the share of checklist entries passed (facts "
+            "stated exactly, policy kept, language and length), null for present a fact not stated, invented a "
+            "broken guard (a forbidden refund or number), exact objects a reply that passes all of them; valid "
+            "JSON and extra text do not apply to them.")

@@ -135,6 +135,7 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
         "skipped_updates": run.skipped_updates,
         "skipped_task_ids": skipped,
         "nets": nets,
+        "monitor_kinds": sorted({t.kind for t in monitor_tasks}),
         "world_size": run.args.world_size,
         "precision": "bf16" if run.args.bf16 else "fp32",
         "train_seconds": round(time.time() - started, 1),

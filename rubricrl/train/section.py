@@ -7,6 +7,7 @@ rollback, so a reader sees the trend and the safety events without opening MLflo
 from __future__ import annotations
 
 from rubricrl.core.tables import table
+from rubricrl.metrics.true_metric import free_text_columns
 
 STEP_COLUMNS = (  # (log key, header)
     ("reward", "reward"),
@@ -129,8 +130,11 @@ def training_markdown(result: dict, title: str = "GRPO training report", figures
     monitored = [e for e in result.get("log_history", []) if "step" in e and "monitor/field_accuracy" in e]
     lines += ["", "## Reward-hacking monitor", ""]
     if monitored:
-        lines += ["Greedy answers to a fixed slice of validation tasks: the rubric reward next to the strict true "
-                  "metric (rubricrl.metrics.strict), which shares no code with the reward.", "",
+        kinds = result.get("monitor_kinds") or ["extraction"]  # results written before it monitored extraction
+        note = free_text_columns(kinds)
+        lines += ["Greedy answers to a fixed slice of validation tasks: the rubric reward next to the true metric "
+                  "(rubricrl.metrics.true_metric: strict per field for extraction, the held-out checklist for free "
+                  "text), which shares no code with the reward." + (" " + note if note else ""), "",
                   table(["step", "monitor reward", "strict field accuracy", "exact objects", "null for present",
                          "invented"],
                         [[e["step"]] + [_num(e.get(f"monitor/{k}")) for k in (

@@ -12,6 +12,7 @@ from rubricrl.inference.models import build_tiny_model
 from rubricrl.reward.functions import RubricReward
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.train.grpo import train_grpo
+from rubricrl.train.section import training_markdown
 from tests.train_helpers import tiny_settings, tiny_tasks
 
 
@@ -33,3 +34,8 @@ def test_grpo_trains_on_extraction_and_free_text_tasks_together(tmp_path):
     assert {"rewards/items/mean", "rewards/faithfulness/mean", "rewards/pitfalls/mean"} <= keys
     monitor = [e for e in result["log_history"] if "monitor/field_accuracy" in e]
     assert monitor and all(0.0 <= e["monitor/field_accuracy"] <= 1.0 for e in monitor)
+    # The report says how the strict columns read for the free-text tasks it monitored.
+    assert result["monitor_kinds"] == ["extraction", "free_text"]
+    report = training_markdown(result)
+    assert "the held-out checklist for free text" in report and "null for present a fact not stated" in report
+    assert "null for present a fact" not in training_markdown({**result, "monitor_kinds": ["extraction"]})
