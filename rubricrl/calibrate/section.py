@@ -47,7 +47,8 @@ def markdown(report: dict, gate: list[str]) -> str:
              table(["criterion", "judge", "repeats", "agreement", "mean spread"],
                    [[cid, row["judge"], row["verdicts_with_repeats"], row["agreement"], row["mean_spread"]]
                     for cid, row in report["judge_consistency"].items()], digits=4)
-             if report["judge_consistency"] else "No judge criterion in this rubric: every score comes from a rule.",
+             if report["judge_consistency"] else ("No judge criterion in this rubric (the judge calls counted "
+                                                  "above, if any, grade free-text items that have no check)."),
              "", "## Reward-hacking probes", "",
              f"Each probe must score at least rubric.min_margin = {report.get('min_margin', 0)} below gold on every task.",
              "",
