@@ -8,17 +8,19 @@ from rubricrl.core.tables import table
 from rubricrl.core.taskfile import EXTRACTION, FREE_TEXT
 
 
+def _kinds(report: dict) -> list[str]:
+    return report.get("kinds") or [EXTRACTION]  # reports written before `kinds` were extraction's
+
+
 def true_metric(report: dict) -> str:
     """What the calibration's true metric is for the kinds in the set: the share of schema fields answered exactly
     right for extraction, of the held-out checklist's entries passed for free text (rubricrl.calibrate.calibrate)."""
-    kinds = set(report.get("kinds") or [EXTRACTION])  # reports written before `kinds` were extraction's
-    names = (["strict field accuracy"] if EXTRACTION in kinds else []) + (["checklist score"] if FREE_TEXT in kinds
-                                                                          else [])
-    return " / ".join(names) or "strict field accuracy"
+    names = {EXTRACTION: "strict field accuracy", FREE_TEXT: "checklist score"}
+    return " / ".join(names[k] for k in sorted(_kinds(report)) if k in names) or names[EXTRACTION]
 
 
 def _has_extraction(report: dict) -> bool:
-    return EXTRACTION in (report.get("kinds") or [EXTRACTION])
+    return EXTRACTION in _kinds(report)
 
 
 def markdown(report: dict, gate: list[str]) -> str:
@@ -132,7 +134,7 @@ def label_free_lines(report: dict) -> list[str]:
     if extraction:
         how.append("the faithfulness judge can only check values against the source text and gives a null (or a "
                    "left-out field) half credit, and missed_values cannot see a null for a stated value")
-    if FREE_TEXT in (report.get("kinds") or []):
+    if FREE_TEXT in _kinds(report):
         how.append("a free-text task's items read its source, not its gold reply, so they score as before")
     probe_rows = [[mode, row["n"], report["probes"][mode]["mean_margin"], report["probes"][mode]["worst_margin"],
                    row["mean_margin"], row["worst_margin"], f"{row['share_below_gold']:.0%}",

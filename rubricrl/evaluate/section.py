@@ -23,7 +23,7 @@ def comparison_markdown(summary: dict[str, dict[str, dict]], paired: list[dict],
             if len(max_total) > 1 else (f" of {next(iter(max_total.values())):g}" if max_total else "")
     else:
         out_of = f" of {max_total:g}" if max_total else ""
-    free_text = free_text_columns(kinds) and " " + free_text_columns(kinds)
+    free_text = " " + free_text_columns(kinds) if free_text_columns(kinds) else ""
     parts = list(next(iter(summary.values())))
     rows = []
     for part in parts:
