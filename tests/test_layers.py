@@ -9,6 +9,9 @@ Layers (lowest first), as folders of rubricrl/:
   5 report                                  assembles the stages' report sections
   6 flow                                    the Prefect flow (the only importer of Prefect)
   7 cli                                     the `rubricrl` command
+Above the package, beside it in the project (scripts, not installed, imported by nothing):
+  tasks/   the DVC stages' scripts (dvc.yaml's commands): a stage module and core only, never the flow or the CLI
+  flows/   the Prefect flows prefect.yaml deploys: rubricrl.flow only
 The imports are the real ones (tools/imports.py: module level and inside functions), so a lazy import that
 points up fails here too, naming its file and line.
 """
@@ -19,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.imports import Import, cycles, graph, imports_of
+from tools.imports import Import, closure, cycles, graph, imported_names, imports_of, package_files
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {
@@ -29,6 +32,8 @@ LAYERS = {
     "stages": 4, "report": 5, "flow": 6, "cli": 7,
 }
 GRAPH = graph(ROOT)
+# The entry points above the package: folder -> the rooms of rubricrl/ its files may import directly.
+TOP = {"tasks": {"", "core", "stages", "report"}, "flows": {"", "flow"}}
 
 
 def room(path: str) -> str:
@@ -89,6 +94,36 @@ def test_only_the_flow_imports_prefect():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             below += [f"{rel}:{node.lineno}" for n in names if n.split(".")[0] == "prefect"]
     assert not below, f"Prefect imported below the flow (dvc repro must never need it): {below}"
+
+
+def test_the_entry_points_import_only_the_layer_below_them():
+    """tasks/ -> a stage module (rubricrl/stages/*, rubricrl/report/stage.py) and core; flows/ -> rubricrl.flow."""
+    found = {}
+    for top, rooms in TOP.items():
+        files = sorted((ROOT / top).glob("*.py"))
+        assert files, f"{top}/ has no entry point"
+        for path in files:
+            imports = imports_of(path, ROOT)
+            assert imports, f"{path.relative_to(ROOT)} imports nothing of the package"
+            found[top] = found.get(top, []) + [_describe(i) for i in imports if room(i.target) not in rooms]
+    assert found == {top: [] for top in TOP}, found
+    stage_modules = {i.target for p in (ROOT / "tasks").glob("*.py") for i in imports_of(p, ROOT)
+                     if room(i.target) in ("stages", "report") and not i.target.endswith("__init__.py")}
+    assert {room(t) for t in stage_modules} == {"stages", "report"}
+    assert all(t.startswith("rubricrl/stages/") or t == "rubricrl/report/stage.py" for t in stage_modules)
+
+
+def test_no_stage_script_needs_the_flow_or_the_cli():
+    """`dvc repro` never imports Prefect: no tasks/ script reaches rubricrl/flow or rubricrl/cli, even lazily."""
+    reached = {p.name: [f for f in closure(p.relative_to(ROOT), ROOT) if f.startswith("rubricrl/")
+                        and room(f) in ("flow", "cli")] for p in (ROOT / "tasks").glob("*.py")}
+    assert not any(reached.values()), reached
+
+
+def test_nothing_in_the_package_imports_an_entry_point():
+    below = [f"{p.relative_to(ROOT)}:{line}: {text}" for p in package_files(ROOT)
+             for line, name, text in imported_names(p, None) if name.split(".")[0] in TOP]
+    assert not below, below
 
 
 def test_the_check_names_the_offending_line(tmp_path):

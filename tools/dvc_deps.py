@@ -1,4 +1,5 @@
-"""The code deps of each DVC stage: the `rubricrl` files its entry module imports, transitively (dev tool).
+"""The code deps of each DVC stage: its script (tasks/<stage>.py, dvc.yaml's command) and the `rubricrl` files it
+imports, transitively (dev tool).
 
 The import closure comes from tools/imports.py (module level and lazy imports, package __init__ files included,
 `if TYPE_CHECKING:` skipped). tests/stages/test_dvc_graph.py checks dvc.yaml against it;
@@ -11,11 +12,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tools.imports import PACKAGE, ROOT, closure
+from tools.imports import PACKAGE, ROOT, closure, module_file
+
+SCRIPTS = "tasks"  # the stages' scripts: project files beside the package, not part of it
 
 
 def stage_script(cmd: str) -> str:
-    """The entry file of a stage command: `python -m rubricrl.stages.x` -> rubricrl/stages/x.py (or a script path)."""
+    """The entry file of a stage command: `python tasks/x.py` -> tasks/x.py (`python -m rubricrl.stages.x` ->
+    rubricrl/stages/x.py)."""
     words = cmd.split()
     if "-m" in words:
         module = words[words.index("-m") + 1]
@@ -24,12 +28,32 @@ def stage_script(cmd: str) -> str:
     return next(w for w in words if w.endswith(".py"))
 
 
+def stage_module(cmd: str, root: Path = ROOT) -> str:
+    """The package module that does a stage's work: the one its script takes `main` from
+    (`from rubricrl.stages.x import main` -> rubricrl/stages/x.py); a command that runs a module: that module."""
+    import ast
+
+    root = Path(root)
+    script = stage_script(cmd)
+    tree = ast.parse((root / script).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and any(a.name == "main" for a in node.names):
+            found = module_file(node.module, root)
+            if found is not None:
+                return found.relative_to(root).as_posix()
+    return script
+
+
 def expected_code_deps(root: Path = ROOT) -> dict[str, list[str]]:
-    """Stage -> code deps, for every stage of dvc.yaml."""
+    """Stage -> code deps, for every stage of dvc.yaml: its script first, then what it imports."""
     import yaml
 
     stages = yaml.safe_load((Path(root) / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
-    return {name: closure(stage_script(s["cmd"]), root) for name, s in stages.items()}
+    out = {}
+    for name, s in stages.items():
+        script = stage_script(s["cmd"])
+        out[name] = [script] + [d for d in closure(script, root) if d != script]
+    return out
 
 
 def _paths(entries) -> list[str]:
@@ -78,7 +102,7 @@ def scratch_project(dst: Path, root: Path = ROOT, out_bytes: int = 64) -> Path:
 
 
 def is_code(dep: str) -> bool:
-    return dep.endswith(".py") and dep.startswith(PACKAGE + "/")
+    return dep.endswith(".py") and dep.startswith((PACKAGE + "/", SCRIPTS + "/"))
 
 
 def write_code_deps(root: Path = ROOT) -> bool:

@@ -27,7 +27,7 @@ from rubricrl.flow.deploy import (  # noqa: F401  (re-exported: the checks of th
     preflight, preflight_problems, profile_problems, secret_to_env,
 )
 
-FLOW_ENTRYPOINT, FLOW_NAME = "rubricrl/flow/pipeline.py:pipeline", "rubricrl-pipeline"
+FLOW_ENTRYPOINT, FLOW_NAME = "flows/pipeline.py:pipeline", "rubricrl-pipeline"
 CPU_DEPLOYMENT, GPU_DEPLOYMENT = "rubricrl-cpu", "rubricrl-gpu"
 DOCKERFILE = "docker/Dockerfile.gpu"
 README_SECTION, README_PREVIOUS = "**Production on a GPU work pool.**", "**Production (GPU):**"

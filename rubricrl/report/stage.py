@@ -54,5 +54,10 @@ def run(params: Params) -> Report:
     return report
 
 
+def main() -> None:
+    """The stage: tasks/report.py (dvc.yaml's command) and `python -m` run it under stage_main."""
+    run(load_params())
+
+
 if __name__ == "__main__":
-    stage_main(lambda: run(load_params()))
+    stage_main(main)

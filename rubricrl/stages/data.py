@@ -78,5 +78,10 @@ def section(result: DataResult, params: Params) -> str:
                                    for name, s in splits.items()) + "."])
 
 
+def main() -> None:
+    """The stage: tasks/data.py (dvc.yaml's command) and `python -m` run it under stage_main."""
+    run(load_params())
+
+
 if __name__ == "__main__":
-    stage_main(lambda: run(load_params()))
+    stage_main(main)

@@ -211,5 +211,10 @@ def restore(kept: Path, path: Path, md5: str | None) -> bool:
     return True
 
 
+def main() -> None:
+    """The stage: tasks/export.py (dvc.yaml's command) and `python -m` run it under stage_main."""
+    run(load_params())
+
+
 if __name__ == "__main__":
-    stage_main(lambda: run(load_params()))
+    stage_main(main)

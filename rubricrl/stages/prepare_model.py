@@ -53,5 +53,10 @@ def section(result: PrepareResult) -> str:
                             digits=1)])
 
 
+def main() -> None:
+    """The stage: tasks/prepare_model.py (dvc.yaml's command) and `python -m` run it under stage_main."""
+    run(load_params())
+
+
 if __name__ == "__main__":
-    stage_main(lambda: run(load_params()))
+    stage_main(main)

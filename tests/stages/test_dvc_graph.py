@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel
 
 from rubricrl.config import Params
-from tools.dvc_deps import _paths, closure, scratch_project, stage_script
+from tools.dvc_deps import _paths, closure, scratch_project, stage_module, stage_script
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
@@ -120,8 +120,9 @@ def longest_key(chain: list[str]) -> str | None:
 
 
 def script_param_reads(script: Path) -> tuple[set[str], bool]:
-    """The params keys a stage script reads itself (params.x.y, and aliases like cfg = params.x), and
-    whether it hands the whole Params object to a function (then only the forward check applies)."""
+    """The params keys a stage module (the one its tasks/ script runs) reads itself (params.x.y, and aliases like
+    cfg = params.x), and whether it hands the whole Params object to a function (then only the forward check
+    applies)."""
     tree = ast.parse(script.read_text(encoding="utf-8"))
 
     def chain(node) -> list[str] | None:
@@ -174,7 +175,7 @@ def test_params_cover_what_the_script_reads(stage):
     listed = spec.get("params", [])
     assert not [k for k in listed if k.split(".")[0] in UNTRACKED_PARAMS], \
         f"stage '{stage}': tracking settings must not be params deps (changing the MLflow URI must not retrain)"
-    reads, opaque = script_param_reads(ROOT / stage_script(spec["cmd"]))
+    reads, opaque = script_param_reads(ROOT / stage_module(spec["cmd"]))
     reads = {k for k in reads if k.split(".")[0] not in UNTRACKED_PARAMS}
     unlisted = sorted(r for r in reads if not any(related(r.replace(".", "/"), k.replace(".", "/")) for k in listed))
     assert not unlisted, f"stage '{stage}': reads params {unlisted}, not in its dvc.yaml params"
@@ -215,6 +216,8 @@ CHANGES = [  # (what changes, the only stages `dvc status` may report)
     ("code:rubricrl/reward/grounding/numbers.py", {"rubric", "grpo", "eval_task", "distill", "export"}),
     ("code:rubricrl/reward/rules.py", {"rubric", "grpo", "eval_task", "distill", "export"}),
     ("code:rubricrl/core/tables.py", set(STAGES) - {"report"}),  # every stage writes its section with it
+    ("code:tasks/grpo.py", {"grpo"}),  # a stage's script: that stage only
+    ("code:rubricrl/stages/eval_general.py", {"eval_general"}),
 ]
 
 

@@ -1,0 +1,13 @@
+"""DVC stage `grpo`: `python tasks/grpo.py` is its command in dvc.yaml, which lists its params, deps and outputs.
+The stage is rubricrl/stages/grpo.py (`python -m rubricrl.stages.grpo` runs it too): this file only calls its
+main(), from the project root's package."""
+
+import sys
+from pathlib import Path
+
+if __name__ == "__main__":
+    sys.path[0] = str(Path(__file__).resolve().parents[1])  # the project root, not tasks/: as `python -m` there
+    from rubricrl.core.entry import stage_main
+    from rubricrl.stages.grpo import main
+
+    stage_main(main)
