@@ -1,11 +1,23 @@
-"""A real OpenAI-compatible server for judge tests: llama_cpp.server with SmolLM2-135M on loopback.
+"""A real OpenAI-compatible server for judge tests: llama_cpp.server on loopback.
+
+Its model is the smallest one that exercises the judge's code: a tiny random Llama of SmolLM2's architecture,
+tokenizer and chat template (tools.miniature.dry_model, hidden size 64, 2 layers, converted to GGUF once a session).
+The judge sends its verdict's JSON schema, which llama.cpp turns into a grammar, so even a random model's replies
+parse (a bounded reason, a score in range); at temperature 0 it repeats itself, at 1 its samples differ. It answers
+a verdict in milliseconds where SmolLM2-135M took seconds on 2 cores (its 480-token prompts): the calibration test
+against it took 10 minutes with SmolLM2. No test here asserts what a verdict says, only how the judge gets,
+parses, repeats, caches and fails it; `start_server(..., model=gguf_path())` serves the real SmolLM2 where a test
+needs a model that reads.
 
 llama-cpp-python[server] is a declared test dependency, so a missing one fails the tests, never skips them.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import importlib.util
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,10 +42,22 @@ def gguf_path() -> str:
     return str(path)
 
 
-def start_server(port: int, *extra_args: str, log: Path) -> subprocess.Popen:
-    """Start llama_cpp.server on 127.0.0.1:port without waiting for it; output goes to `log`."""
+@functools.cache
+def judge_gguf() -> str:
+    """The tiny judge model as GGUF (see the module's docstring), built once a process into a temporary folder."""
+    from rubricrl.inference.conversion import convert
+    from tools.miniature import dry_model
+
+    root = Path(tempfile.mkdtemp(prefix="rubricrl-judge-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return str(convert(dry_model(root / "hf"), root / "judge-f16.gguf", "f16"))
+
+
+def start_server(port: int, *extra_args: str, log: Path, model: str | None = None) -> subprocess.Popen:
+    """Start llama_cpp.server on 127.0.0.1:port without waiting for it; output goes to `log`. `model`: a GGUF path
+    (default: the tiny judge)."""
     assert importlib.util.find_spec("llama_cpp") is not None, "llama-cpp-python[server] is not installed"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", gguf_path(), "--host", "127.0.0.1",
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", model or judge_gguf(), "--host", "127.0.0.1",
            "--port", str(port), "--n_ctx", "2048", "--verbose", "False", *extra_args]
     with open(log, "wb") as out:
         return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)

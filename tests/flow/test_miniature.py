@@ -5,7 +5,7 @@ What it proves ran, from the run's own records: SFT and GRPO relaunched under ac
 openai judge answered over HTTP by a live llama_cpp.server during GRPO (and every other scoring stage); the
 student distilled from a teacher with another vocabulary size (152,064 vs 151,936 logit rows); GGUF
 Q4_K_M and GPTQ of both the policy and the student, each reloaded and scored; every candidate registered with
-its exports and put through the promotion gates. The judge is a 135M model and the policy random, so the rubric
+its exports and put through the promotion gates. The judge is a tiny random model (tests/llama_server.py) and the policy random, so the rubric
 gate fails (as it should) and blocks the champion: the registry's decision names it."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from rubricrl.core.net import free_port
 from tests.flow.test_pipeline import BIN, make_project
 from tests.llama_server import running_server
 
-JUDGE = "smollm2-135m-judge"
+JUDGE = "tiny-judge"
 
 
 def cli(proj: Path, *args, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:

@@ -135,8 +135,7 @@ def test_a_passing_gate_retrains_nothing(project):
     assert (project / "params.yaml").read_text() == before
 
 
-def test_the_llama_cpp_engine_gives_every_suite_too(smol_tiny, tmp_path, monkeypatch):  # noqa: F811
-    monkeypatch.setenv("RUBRICRL_GGUF_CACHE", str(tmp_path / "gguf"))
+def test_the_llama_cpp_engine_gives_every_suite_too(smol_tiny, seeded_gguf_cache):  # noqa: F811
     cfg = SMALL.model_copy(update={"engine": "llama_cpp"})
     out = evaluate(smol_tiny, cfg)
     assert {s: len(out[s]["items"]) for s in SUITES} == {"ifeval": 4, "humaneval": 2, "qa": 4, "perplexity": 3}

@@ -22,8 +22,8 @@ def smol_tiny(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def gguf_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("RUBRICRL_GGUF_CACHE", str(tmp_path / "gguf"))
+def gguf_cache(seeded_gguf_cache):  # tests/conftest.py: one conversion of each model a session
+    return seeded_gguf_cache
 
 
 def test_greedy_answers_match_transformers(smol_tiny):
@@ -110,6 +110,7 @@ def test_a_damaged_cached_gguf_is_rebuilt_not_served(smol_tiny, capsys, damage):
 def test_conversion_failures_and_a_missing_converter_name_the_cause(tmp_path, monkeypatch):
     from rubricrl.inference.models import build_tiny_model
 
+    monkeypatch.setenv("RUBRICRL_GGUF_CACHE", str(tmp_path / "empty-cache"))  # nothing converted: nothing left
     tiny = build_tiny_model(tmp_path / "bpe")  # a tokenizer llama.cpp does not know
     with pytest.raises(conversion.EngineError, match="pre-tokenizer was not recognized"):
         conversion.gguf_for(tiny)

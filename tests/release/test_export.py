@@ -13,8 +13,8 @@ from tests.evaluate.test_task_eval import tiny_tasks
 
 
 @pytest.fixture(autouse=True)
-def gguf_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("RUBRICRL_GGUF_CACHE", str(tmp_path / "gguf"))
+def gguf_cache(seeded_gguf_cache):  # tests/conftest.py: one conversion of each model a session
+    return seeded_gguf_cache
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""OpenAIJudge against a real OpenAI-compatible server (llama_cpp.server running SmolLM2-135M on loopback)."""
+"""OpenAIJudge against a real OpenAI-compatible server (llama_cpp.server on loopback, tests/llama_server.py's tiny judge)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rubricrl.core.prompt import task_user_message
 from rubricrl.reward.spec import Criterion, Example
 from rubricrl.config import JudgeConfig
 from rubricrl.core.taskfile import Task
-from tests.llama_server import free_port, running_server, start_server, stop_server
+from tests.llama_server import free_port, judge_gguf, running_server, start_server, stop_server
 
 TASK = Task(
     id="person-1",
@@ -119,6 +119,7 @@ def test_cache_hits_cost_no_calls(llama_server, make_judge, tmp_path):
 def test_recovers_when_server_comes_up_late(make_judge, tmp_path):
     port = free_port()
     started = []
+    judge_gguf()  # built before the clock starts: the server comes up 1.5 s late, not a conversion late
     timer = threading.Timer(1.5, lambda: started.append(start_server(port, log=tmp_path / "late.log")))
     timer.start()
     try:
