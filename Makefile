@@ -52,7 +52,7 @@ run: setup
 	$(if $(PROFILE),$(BIN)/rubricrl config apply $(PROFILE) &&) $(BIN)/rubricrl pipeline run
 
 test: setup
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=12
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --durations=25
 
 # The fast lane: every test but the slow ones (real servers, training runs, the pipeline end to end).
 test-fast: setup

@@ -20,7 +20,7 @@ def _converted_ggufs(tmp_path_factory):
 
 
 @pytest.fixture
-def seeded_gguf_cache(tmp_path, monkeypatch, _converted_ggufs):
+def seeded_gguf_cache(tmp_path_factory, monkeypatch, _converted_ggufs):
     """RUBRICRL_GGUF_CACHE for one test: a folder of its own (a test may damage what is in it), holding copies of the
     GGUFs converted earlier in the session. A conversion is a subprocess of llama.cpp's converter (~15 s on 2 cores);
     the tiny models the engine and export tests build are the same bytes in every module, so each is converted
@@ -28,7 +28,7 @@ def seeded_gguf_cache(tmp_path, monkeypatch, _converted_ggufs):
     checks (rubricrl.inference.conversion.cached_ok), so a damaged file never spreads."""
     from rubricrl.inference.conversion import cached_ok
 
-    cache = tmp_path / "gguf"
+    cache = tmp_path_factory.mktemp("gguf") / "cache"  # beside tmp_path, which some tests list
     shutil.copytree(_converted_ggufs, cache)
     monkeypatch.setenv("RUBRICRL_GGUF_CACHE", str(cache))
     yield cache

@@ -113,7 +113,10 @@ def _running_runs(project: Path) -> list[str]:
 
 
 @pytest.mark.slow  # ~5 min on 2 cores: the chain once, then 8 kills and 8 reruns of the five long stages
-def test_every_long_stage_killed_at_three_points_converges_to_the_uninterrupted_run(tmp_path, monkeypatch):
+def test_every_long_stage_killed_at_each_resume_path_converges_to_the_uninterrupted_run(tmp_path, monkeypatch):
+    """Over 3 minutes because convergence is only shown by a real chain: nine stages once, then each kill and its
+    rerun (8), in processes forked from one server that has the libraries imported (seconds a stage, not a fresh
+    interpreter's import of torch, transformers, TRL and MLflow)."""
     from tools.miniature import dry_model
 
     proj = make_project(tmp_path, sections={k: v for k, v in SIZES.items() if k != "data"}, **SIZES["data"])

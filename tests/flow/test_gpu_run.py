@@ -40,6 +40,8 @@ def test_the_profile_is_one_gpu_with_real_work():
 
 @pytest.mark.slow
 def test_cpu_dry_mode_runs_every_stage_and_brings_the_results_back(tmp_path):
+    """Over 3 minutes because it is the one-GPU script end to end: every stage of dvc.yaml in its own interpreter,
+    as on the GPU machine, exports of every kind included."""
     proj = make_project(tmp_path)
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, "-m", "tools.gpu_run", "run", "--dry", "--out", str(out)], cwd=proj,

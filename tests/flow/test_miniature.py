@@ -38,6 +38,9 @@ def cli(proj: Path, *args, env: dict | None = None, timeout: int = 120) -> subpr
 
 @pytest.mark.slow
 def test_production_in_miniature_runs_every_stage_to_the_registry(tmp_path):
+    """Over 3 minutes (12-28 before issue 34's tiny judge) because it is the whole production chain, every stage
+    through the Prefect flow: two accelerate launches of 2 processes, a live judge server, GKD between two
+    vocabularies, GGUF and GPTQ of two models; one run, and every check below reads that run's records."""
     proj = make_project(tmp_path)
     built = subprocess.run([sys.executable, "-m", "tools.miniature", "build", str(proj)], cwd=proj,
                            capture_output=True, text=True, timeout=300)
