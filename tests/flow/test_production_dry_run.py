@@ -305,13 +305,14 @@ def test_readme_section_matches_the_files(real):
     assert prod.readme_problems(readme, *args) == []
     section = prod.readme_section(readme)
     assert "num_processes: 8" in section
+    elsewhere = "### Evaluate any model"  # a heading whose next paragraph is not "Production (GPU)"
+    assert readme.count(elsewhere) == 1
     for broken, says in [
         (readme.replace(section, section.replace("num_processes: 8", "num_processes: 4")), "num_processes"),
         (readme.replace(section, section.replace("--type docker", "--type process")), "--type docker"),
         (readme.replace(section, section.replace("-t rubricrl-gpu:0.1.0", "-t rubricrl:gpu")), "docker build"),
         (readme.replace(section, ""), "no subsection"),
-        (readme.replace(section, "").replace("**Evaluate any model:**", section + "\n\n**Evaluate any model:**"),
-         "must follow"),
+        (readme.replace(section, "").replace(elsewhere, elsewhere + "\n\n" + section), "must follow"),
     ]:
         assert any(says in p for p in prod.readme_problems(broken, *args)), says
 
