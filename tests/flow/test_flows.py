@@ -97,6 +97,7 @@ def failed_run(prefect_api, scratch):
     return fp.pipeline(stages=["boom"], project=str(scratch), return_state=True)
 
 
+@pytest.mark.slow
 def test_a_second_run_waits_for_the_first_saying_so_once(two_runs):
     states, err, spans = two_runs
     assert states["first"].is_completed() and states["second"].is_completed(), (states, err[-2000:])
@@ -255,6 +256,7 @@ def test_a_successful_run_pushes_its_outputs_to_the_dvc_remote(prefect_api, scra
     assert runs and runs[0].data.tags["rubricrl.dvc_push"] == "ok"
 
 
+@pytest.mark.slow
 def test_the_summary_table_names_each_stage_its_outcome_and_time(prefect_api, scratch):
     fp.SUMMARY.clear()
     fp.pipeline(stages=["make"], force=True, project=str(scratch))

@@ -246,6 +246,7 @@ def test_judge_is_an_openai_endpoint_other_than_the_policy(real):
     assert judge.api_key_env == "RUBRICRL_JUDGE_API_KEY" and judge.base_url == "http://127.0.0.1:8000/v1"
 
 
+@pytest.mark.slow
 def test_lazy_gpu_imports_and_grpo_config(gpu_imports, real):
     out, err = gpu_imports.communicate(timeout=300)
     assert gpu_imports.returncode == 0, err[-3000:]

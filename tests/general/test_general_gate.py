@@ -18,6 +18,7 @@ SMALL = GeneralParams(sizes={"ifeval": 4, "humaneval": 2, "qa": 4, "perplexity":
                       max_new_tokens={"ifeval": 12, "humaneval": 12, "qa": 12}, n_boot=200)
 
 
+@pytest.mark.slow
 def test_every_suite_runs_on_a_tiny_model_and_compares_paired(tmp_path):
     base = evaluate(build_tiny_model(tmp_path / "a", seed=0), SMALL)
     other = evaluate(build_tiny_model(tmp_path / "b", seed=1), SMALL)
@@ -135,6 +136,7 @@ def test_a_passing_gate_retrains_nothing(project):
     assert (project / "params.yaml").read_text() == before
 
 
+@pytest.mark.slow
 def test_the_llama_cpp_engine_gives_every_suite_too(smol_tiny, seeded_gguf_cache):  # noqa: F811
     cfg = SMALL.model_copy(update={"engine": "llama_cpp"})
     out = evaluate(smol_tiny, cfg)

@@ -26,6 +26,7 @@ def gguf_cache(seeded_gguf_cache):  # tests/conftest.py: one conversion of each 
     return seeded_gguf_cache
 
 
+@pytest.mark.slow
 def test_greedy_answers_match_transformers(smol_tiny):
     tasks = tiny_tasks()
     hf, _ = generate_with_stats(smol_tiny, tasks, batch_size=3, max_new_tokens=16, desc=None)
@@ -38,6 +39,7 @@ def test_greedy_answers_match_transformers(smol_tiny):
     assert len(list(conversion.cache_dir().glob("*.gguf"))) == 2  # f32 and f16, each converted once
 
 
+@pytest.mark.slow
 def test_batched_greedy_answers_match_one_at_a_time(smol_tiny):
     """Continuous batching: 5 prompts through 2 slots (each slot reused, sequences of different lengths live
     together) give the one-prompt-at-a-time answers, token for token, in input order."""
@@ -61,6 +63,7 @@ def test_batched_greedy_answers_match_one_at_a_time(smol_tiny):
         llamacpp.generate(smol_tiny, tasks, 4, threads=2, batch=0)
 
 
+@pytest.mark.slow
 def test_samples_differ_per_draw_and_repeat_per_seed(smol_tiny):
     tasks = tiny_tasks()[:2]
     a, stats = sample_responses(smol_tiny, tasks, k=3, temperature=1.0, max_new_tokens=12, seed=5, engine="llama_cpp")
@@ -83,6 +86,7 @@ def test_a_truncated_or_foreign_file_fails_with_a_clear_error(smol_tiny, tmp_pat
         conversion.check_gguf(other)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["cut short", "zeroed", "no record"])
 def test_a_damaged_cached_gguf_is_rebuilt_not_served(smol_tiny, capsys, damage):
     from rubricrl.inference.llamacpp import generate
@@ -107,6 +111,7 @@ def test_a_damaged_cached_gguf_is_rebuilt_not_served(smol_tiny, capsys, damage):
     assert conversion.gguf_for(smol_tiny) == good and "gguf cache:" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_conversion_failures_and_a_missing_converter_name_the_cause(tmp_path, monkeypatch):
     from rubricrl.inference.models import build_tiny_model
 

@@ -47,6 +47,7 @@ def qwen_tokenizer():
     return miniature_tokenizer()
 
 
+@pytest.mark.slow
 def test_the_miniature_tokenizer_is_qwen2_by_llama_cpps_test_vectors(qwen_tokenizer):
     """llama.cpp's own tokenizer tests (the inputs and the original tokenizer's ids, shipped beside the vocab)."""
     from rubricrl.inference.conversion import converter_dir

@@ -70,6 +70,7 @@ def test_hardness_is_zero_for_the_teacher_itself_and_one_gkd_step_runs(teacher, 
     assert not torch.equal(before, after)  # the step changed the weights
 
 
+@pytest.mark.slow
 def test_importance_measures_each_layer_and_distillation_makes_the_divergence_fall(teacher, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -102,6 +103,7 @@ def test_the_students_gate_needs_a_falling_divergence_and_non_inferior_accuracy(
     assert g["outcome"] == "fail" and "non-inferiority" in g["line"] and "n=20" in g["line"]
 
 
+@pytest.mark.slow
 def test_the_students_general_suites_pair_with_eval_generals_base_rows(tmp_path, monkeypatch):
     from rubricrl.core.atomic import write_jsonl
     from rubricrl.general.run import SUITES, evaluate

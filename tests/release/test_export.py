@@ -22,6 +22,7 @@ def scorer():
     return RubricScorer(load_rubric("json_extraction"))
 
 
+@pytest.mark.slow
 def test_quantize_reload_and_score(smol_tiny, tmp_path, scorer):  # noqa: F811
     tasks = tiny_tasks()
     f16 = conversion.gguf_for(smol_tiny, "f16")
@@ -41,6 +42,7 @@ def test_quantize_reload_and_score(smol_tiny, tmp_path, scorer):  # noqa: F811
                                                                                     "reward": None}
 
 
+@pytest.mark.slow
 def test_a_truncated_gguf_fails_verification_naming_the_file(smol_tiny, tmp_path, scorer):  # noqa: F811
     good = export.quantize(conversion.gguf_for(smol_tiny, "f16"), tmp_path / "good.gguf", "q8_0")
     cut = tmp_path / "model-q8_0.gguf"
@@ -51,6 +53,7 @@ def test_a_truncated_gguf_fails_verification_naming_the_file(smol_tiny, tmp_path
         export.quantize(good, tmp_path / "x.gguf", "q3")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["q8_0", "q4_k_m"])
 def test_zeroed_weights_fail_verification_naming_the_tensor(smol_tiny, tmp_path, scorer, kind):  # noqa: F811
     """Bytes zeroed inside the tensor data keep the header readable and llama.cpp loading: only the content check
@@ -74,6 +77,7 @@ def test_zeroed_weights_fail_verification_naming_the_tensor(smol_tiny, tmp_path,
         export.verify_gguf(bad, smol_tiny, tiny_tasks(), scorer, max_new_tokens=8, threads=2, reference=f16)
 
 
+@pytest.mark.slow
 def test_serve_check_answers_through_the_openai_client(smol_tiny, tmp_path, scorer):  # noqa: F811
     q4 = export.quantize(conversion.gguf_for(smol_tiny, "f16"), tmp_path / "model-q4_k_m.gguf", "q4_k_m")
     task = tiny_tasks()[0]
@@ -82,6 +86,7 @@ def test_serve_check_answers_through_the_openai_client(smol_tiny, tmp_path, scor
     assert result["task"] == task.id and result["reward"] is not None and result["seconds"] > 0
 
 
+@pytest.mark.slow
 def test_gptq_quantize_reload_and_score(smol_tiny, tmp_path, scorer):  # noqa: F811
     """GPTQModel 4-bit: quantized on chat-formatted calibration text, saved atomically, reloaded and scored."""
     pytest.importorskip("gptqmodel")

@@ -179,6 +179,7 @@ def test_concurrent_promotes_leave_one_consistent_champion(project):
     assert json.loads(c.get_registered_model("rubricrl-extractor").tags[registry.HISTORY]) == [v]
 
 
+@pytest.mark.slow
 def test_a_fresh_process_loads_the_champion_with_the_transformers_flavour(project):
     register(project, "grpo")
     registry.promote(load_params(project / "params.yaml"))
@@ -413,6 +414,7 @@ def _registry_state(params, report: Path) -> dict:
             "versions": versions, "report": report.read_text() if report.exists() else None}
 
 
+@pytest.mark.slow
 def test_a_promotion_or_rollback_killed_between_any_two_writes_is_completed_by_the_next_command(project, killer,
                                                                                                  capsys):
     from rubricrl.cli.main import main

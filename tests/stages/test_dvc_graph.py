@@ -221,6 +221,7 @@ CHANGES = [  # (what changes, the only stages `dvc status` may report)
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change,stages", CHANGES, ids=[c for c, _ in CHANGES])
 def test_dvc_status_reports_exactly_the_stages_a_change_affects(scratch, change, stages):
     kind, what = change.split(":", 1)

@@ -47,6 +47,7 @@ def _tree(root: Path) -> dict:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_a_copied_checkout_is_independent_of_the_original(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
@@ -74,6 +75,7 @@ def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_registry_commands_refuse_a_missing_or_unreadable_store(tmp_path):
     shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
     for cmd in (["registry", "list"], ["registry", "promote"], ["registry", "rollback"], ["registry", "show"]):
@@ -106,6 +108,7 @@ with tracking.stage_run(TrackingParams(), "report", {}) as run:
 """
 
 
+@pytest.mark.slow
 def test_a_killed_stage_leaves_nothing_the_next_run_does_not_clean(tmp_path):
     killed = _py(STAGE, tmp_path, "kill")
     assert killed.returncode == -9
@@ -159,6 +162,7 @@ def _one_line(out: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_is_one_error_line(tmp_path):
     line = _one_line(_limited(tmp_path, fsize=64 * 1024))  # MLflow's store outgrows 64 KiB while it is made
     assert "File too large" in line or "disk" in line or "database" in line, line

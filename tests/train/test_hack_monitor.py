@@ -139,6 +139,7 @@ def test_a_drift_in_steps_each_inside_the_tolerances_fires_and_restores_the_last
     assert mon.judge(_eval(6, 9.0, 0.50, 0.9)) is None  # the reward fell: a bad step, not a hack
 
 
+@pytest.mark.slow
 def test_suspected_hack_rolls_back_raises_beta_and_is_reported(tiny_model, tmp_path):
     tasks = tiny_tasks()
     monitor_tasks = [t for t in tasks if t.reference is not None]
@@ -185,6 +186,7 @@ class DriftingPolicy:
         return all_null(tasks) if self.calls == 3 else chatty_gold(tasks)
 
 
+@pytest.mark.slow
 def test_a_drift_since_the_first_evaluation_restarts_from_the_initial_model(tiny_model, tmp_path):
     tasks = tiny_tasks()
     monitor_tasks = [t for t in tasks if t.reference is not None]

@@ -89,6 +89,7 @@ def test_sft_stops_after_too_many_nonfinite_updates_in_a_row(tiny, tmp_path):
     assert out.skipped_updates == (1, 3) and finite(out.model_dir)
 
 
+@pytest.mark.slow
 def test_grpo_rolls_back_on_a_nonfinite_update(tiny, tmp_path):
     settings = tiny_settings(max_steps=4, save_steps=1, max_skipped_updates=0, general_share=0.0)
     result = train_grpo(tiny, tiny_tasks(), tmp_path / "run", settings, rubric_reward(), callbacks=[NaNGrad(3)])

@@ -96,6 +96,7 @@ def test_stage_under_accelerate_trains_on_both_ranks_with_one_mlflow_run(tmp_pat
     assert sorted(r.info.status for r in mlflow_runs(proj)) == ["FINISHED", "FINISHED"]
 
 
+@pytest.mark.slow
 def test_failed_rubric_gate_stops_every_rank_before_anything_is_touched(tmp_path):
     proj = scratch_project(tmp_path, FAILING)
     earlier = proj / "outputs" / "grpo" / "fingerprint.json"

@@ -22,6 +22,7 @@ def mlflow_store(tmp_path):
     mlflow.set_tracking_uri(previous)
 
 
+@pytest.mark.slow
 def test_metrics_tables_and_rollbacks_reach_mlflow(tmp_path, mlflow_store):
     model = build_tiny_model(tmp_path / "tiny")
     with mlflow.start_run(experiment_id=mlflow_store) as run:

@@ -62,6 +62,7 @@ class SeenTasks(RubricReward):
         return super().score(completions, **columns)
 
 
+@pytest.mark.slow
 def test_spike_restores_last_good_checkpoint_and_raises_beta(tiny_model, tmp_path):
     probe = RestoreProbe(tiny_model)
     # save_total_limit=1: only the pruning guard keeps checkpoint-1 alive until the spike at step 3.
@@ -93,6 +94,7 @@ def test_spike_restores_last_good_checkpoint_and_raises_beta(tiny_model, tmp_pat
             if line.startswith("| ") and line.split("|")[1].strip().isdigit()] == ["3", "1", "2", "3", "4", "5", "6"]
 
 
+@pytest.mark.slow
 def test_persistent_spike_exhausts_rollbacks(tiny_model, tmp_path):
     settings = tiny_settings(max_steps=4, rollback=RollbackSettings(max_rollbacks=2))
     with pytest.raises(TrainingError) as err:
