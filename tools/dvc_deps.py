@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from rubricrl.stages.graph import entry_paths as _paths
 from tools.imports import PACKAGE, ROOT, closure, module_file
 
 SCRIPTS = "tasks"  # the stages' scripts: project files beside the package, not part of it
@@ -54,11 +55,6 @@ def expected_code_deps(root: Path = ROOT) -> dict[str, list[str]]:
         script = stage_script(s["cmd"])
         out[name] = [script] + [d for d in closure(script, root) if d != script]
     return out
-
-
-def _paths(entries) -> list[str]:
-    """dvc.yaml deps/outs entries are strings or one-key mappings with options."""
-    return [next(iter(e)) if isinstance(e, dict) else e for e in entries or []]
 
 
 def scratch_project(dst: Path, root: Path = ROOT, out_bytes: int = 64) -> Path:

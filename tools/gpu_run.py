@@ -1,10 +1,14 @@
 """The one-GPU profile (configs/gpu.yaml) on a GPU machine with no network, and its outputs brought back.
 
-The GPU image has Python 3.12, CUDA torch, transformers, accelerate and peft, and nothing else the stages import.
-Everything else travels in .gpu/ (git-ignored), in batches of at most 60 MiB (what one `device` call carries):
+The GPU image has Python 3.12, CUDA torch, transformers, accelerate, peft, pyarrow, pandas and numpy
+(docker/gpu_image_packages.txt), and no Prefect, MLflow, DVC, vLLM or DeepSpeed. Everything else the stages import
+travels in .gpu/ (git-ignored), in batches of at most 60 MiB (what one `device` call carries):
 
   here, with the package registries:
-    python -m tools.gpu_run pack              # .gpu/wheels/<batch>/: cp312 wheels of the missing packages (the
+    python -m tools.gpu_run needs             # what the image lacks that the stages import, and why (tools/gpu_carry:
+                                              # the stages' imports closed over the installed distributions'
+                                              # requirements, minus docker/gpu_image_packages.txt)
+    python -m tools.gpu_run pack              # prints that list, then .gpu/wheels/<batch>/: cp312 wheels of it (the
                                               # versions of this venv); .gpu/model/: the SmolLM2 GGUF in parts,
                                               # with sha256; .gpu/llama.cpp: the HF -> GGUF converter
   on the GPU machine, one call per batch (the machine keeps .gpu/ while it stays warm):
@@ -39,17 +43,9 @@ ROOT = Path(__file__).resolve().parent.parent
 GPU = ROOT / ".gpu"
 BATCH_MIB = 60
 PART_MIB = 48
-# What the stages import beyond the image's torch / transformers / accelerate / peft (and their dependencies:
-# numpy, safetensors, tokenizers, huggingface_hub, pyyaml, jinja2, filelock, tqdm, packaging, psutil, fsspec).
-CARRY = ["trl", "datasets", "dill", "multiprocess", "xxhash", "pyarrow", "pandas", "pytz", "tzdata",
-         "python-dateutil", "six", "pydantic", "pydantic-core", "annotated-types", "typing-inspection",
-         "jsonschema", "jsonschema-specifications", "referencing", "rpds-py", "attrs", "gguf", "scipy",
-         "matplotlib", "contourpy", "cycler", "fonttools", "kiwisolver", "pillow", "pyparsing", "markdown-it-py",
-         "mdurl", "diskcache", "ruamel.yaml", "threadpoolctl", "tenacity", "openai", "httpx2", "httpcore2",
-         "anyio", "sniffio", "distro", "jiter", "h11", "certifi", "idna", "rich", "pygments"]
-BUILT = ["llama-cpp-python", "gptqmodel"]  # no cp312 wheel on PyPI: built here (both are py3-none wheels)
-IMPORTS = ["trl", "datasets", "pydantic", "jsonschema", "gguf", "scipy", "matplotlib", "markdown_it", "llama_cpp",
-           "gptqmodel", "openai"]
+# No cp312 wheel on PyPI: built here once as py3-none wheels (llama.cpp: the cached wheel of scripts/llama_cpp.sh).
+BUILT = ["llama-cpp-python", "gptqmodel"]
+IMPORTS: list[str] | None = None  # the modules checked before any stage; None: tools.gpu_carry.importable()
 
 
 def _mib(path: Path) -> float:
@@ -63,6 +59,19 @@ def _version(dist: str) -> str | None:
         return version(dist)
     except PackageNotFoundError:
         return None
+
+
+def _python(version: str) -> str:
+    """An interpreter of that Python version here (on PATH or under pyenv), to build wheels the image can install."""
+    import glob
+
+    for exe in [shutil.which(f"python{version}"), *sorted(glob.glob(
+            str(Path.home() / f".pyenv/versions/{version}.*/bin/python")))]:
+        if exe and subprocess.run([exe, "-c", f"import sys; assert sys.version.startswith('{version}.')"],
+                                  capture_output=True).returncode == 0:
+            return exe
+    raise SystemExit(f"gpu_run: a package has no wheel for Python {version} on PyPI and no Python {version} is here to "
+                     f"build it (install one, e.g. `uv python install {version}`, or pyenv)")
 
 
 def first_fit(files: list, size, limit: float) -> list[list]:
@@ -79,17 +88,33 @@ def first_fit(files: list, size, limit: float) -> list[list]:
 
 
 def pack(python_version: str = "3.12") -> dict:
-    """Download and build what the GPU machine lacks into .gpu/, in batches of at most BATCH_MIB."""
+    """Download and build what the GPU machine lacks into .gpu/, in batches of at most BATCH_MIB: the
+    distributions tools.gpu_carry derives (printed first, each with the import that needs it)."""
     from rubricrl.inference.models import embedded_gguf
+    from tools import gpu_carry
 
+    need = gpu_carry.needs()
+    print(gpu_carry.describe(need), flush=True)
+    if need["unknown"]:
+        raise SystemExit("gpu_run: the stages import what this environment does not have: "
+                         + ", ".join(need["unknown"]) + " (install it here first)")
     flat = GPU / "wheels" / "all"
     flat.mkdir(parents=True, exist_ok=True)
-    pins = [f"{d}=={_version(d)}" if _version(d) else d for d in CARRY]
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                    "--python-version", python_version, "--implementation", "cp", "--abi", f"cp{python_version.replace('.', '')}",
-                    "--abi", "abi3", "--abi", "none", "--platform", "manylinux_2_28_x86_64", "--platform",
-                    "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "--platform", "any",
+    pins = [f"{d}=={_version(d)}" if _version(d) else d for d in need["carry"] if d not in BUILT]
+    # --no-deps (the list is closed already): a wheel for the image where PyPI has one, else the sdist, built below
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--python-version", python_version,
+                    "--implementation", "cp", "--abi", f"cp{python_version.replace('.', '')}", "--abi", "abi3",
+                    "--abi", "none", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+                    "--platform", "manylinux2014_x86_64", "--platform", "linux_x86_64", "--platform", "any",
                     "-d", str(flat), *pins], check=True)
+    sdists = sorted(p for p in flat.iterdir() if p.suffix != ".whl")
+    if sdists:  # no wheel for the image on PyPI: built with that Python (a compiled one must match its ABI)
+        builder = _python(python_version)
+        print(f"building {len(sdists)} sdist(s) with {builder}: {', '.join(p.name for p in sdists)}", flush=True)
+        subprocess.run([builder, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(flat), *map(str, sdists)],
+                       check=True)
+        for p in sdists:
+            p.unlink()
     wheels = Path(os.environ.get("WHEELS", Path.home() / ".cache/rubricrl/wheels"))
     for dist in BUILT:
         have = sorted(wheels.glob(f"{dist.replace('-', '_')}-{_version(dist)}-py3-none-*.whl"))
@@ -155,18 +180,18 @@ def install() -> None:
 
 
 def missing_imports(env: dict) -> list[str]:
+    from tools.gpu_carry import importable
+
     code = ("import importlib.util, json; print(json.dumps([m for m in %r if importlib.util.find_spec(m) is None]))"
-            % IMPORTS)
+            % (IMPORTS if IMPORTS is not None else importable()))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
 def stage_commands() -> list[tuple[str, str]]:
-    import yaml
+    from rubricrl.stages.graph import dvc_stages, stage_order  # not rubricrl.flow: the GPU image has no Prefect
 
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    from rubricrl.flow.pipeline import stage_order
-
+    stages = dvc_stages(ROOT / "dvc.yaml")
     return [(name, stages[name]["cmd"]) for name in stage_order(ROOT / "dvc.yaml")]
 
 
@@ -284,6 +309,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("pack").add_argument("--python-version", default="3.12")
+    sub.add_parser("needs", help="list what the GPU image lacks that the stages import (what pack carries)")
     sub.add_parser("install")
     r = sub.add_parser("run")
     r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu-out")))
@@ -294,6 +320,11 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if args.cmd == "pack":
         pack(args.python_version)
+        return 0
+    if args.cmd == "needs":
+        from tools import gpu_carry
+
+        print(gpu_carry.describe(gpu_carry.needs()))
         return 0
     if args.cmd == "install":
         install()

@@ -18,7 +18,6 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager, nullcontext
-from graphlib import TopologicalSorter
 from pathlib import Path
 
 import yaml
@@ -29,6 +28,7 @@ from rubricrl.core.entry import ERROR_FILE_ENV
 from rubricrl.core.errors import RubricRLError
 from rubricrl.flow.registry import register_and_promote
 from rubricrl.flow.retrain import retrain_until_general_passes
+from rubricrl.stages import graph
 from rubricrl.stages.paths import EVAL_GENERAL
 
 REPORT_STAGE = "report"
@@ -37,33 +37,13 @@ FLOW = "rubricrl-pipeline"
 LIMIT = "rubricrl-pipeline"  # the global concurrency limit: one pipeline run at a time
 
 
-def _covers(out: str, dep: str) -> bool:
-    out, dep = out.rstrip("/"), dep.rstrip("/")
-    return dep == out or dep.startswith(out + "/") or out.startswith(dep + "/")
-
-
-def _paths(entries) -> list[str]:
-    """Stage deps/outs/metrics entries are strings or one-key mappings with options."""
-    out = []
-    for e in entries or []:
-        out.append(next(iter(e)) if isinstance(e, dict) else e)
-    return out
-
-
 def dvc_stages(dvc_yaml: Path | None = None) -> dict:
-    return (yaml.safe_load((dvc_yaml or ROOT / "dvc.yaml").read_text()) or {}).get("stages", {})
+    return graph.dvc_stages(dvc_yaml or ROOT / "dvc.yaml")
 
 
 def stage_order(dvc_yaml: Path | None = None) -> list[str]:
-    """Stages in dependency order: a stage comes after every stage whose outputs it reads."""
-    stages = dvc_stages(dvc_yaml or ROOT / "dvc.yaml")
-    outs = {name: _paths(s.get("outs")) + _paths(s.get("metrics")) + _paths(s.get("plots")) for name, s in stages.items()}
-    graph = TopologicalSorter()
-    for name, s in stages.items():
-        deps = _paths(s.get("deps"))
-        graph.add(name, *[other for other, paths in outs.items() if other != name
-                          and any(_covers(o, d) for o in paths for d in deps)])
-    return list(graph.static_order())
+    """Stages in dependency order (rubricrl.stages.graph, which the one-GPU script reads without Prefect)."""
+    return graph.stage_order(dvc_yaml or ROOT / "dvc.yaml")
 
 
 def network_stages(params, stages: dict) -> set[str]:

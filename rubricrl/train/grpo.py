@@ -27,7 +27,7 @@ from rubricrl.train.checkpoints import (
 )
 from rubricrl.train.data import grpo_rows
 from rubricrl.train.general import GENERAL_PREFIX
-from rubricrl.train.mlflow_log import MLflowMetricsCallback
+from rubricrl.train.mlflow_log import MLflowMetricsCallback, active_mlflow
 from rubricrl.train.monitor import HackMonitor
 from rubricrl.train.nets import armed_nets
 from rubricrl.train.nonfinite import NonFiniteGuard
@@ -245,9 +245,7 @@ def _save_final(trainer, final: Path, run: _Run) -> None:
 
 
 def _log_rollback(rollback: Rollback, rollbacks: list[Rollback]) -> None:
-    import mlflow
-
-    if mlflow.active_run() is None:
+    if (mlflow := active_mlflow()) is None:
         return
     mlflow.log_dict({"rollbacks": [r.to_dict() for r in rollbacks]}, "rollbacks.json")
     if rollback.kind == "reward_hacking":

@@ -10,6 +10,7 @@ transformers' integration opens its own run when none is active and cannot add b
 from __future__ import annotations
 
 import math
+import sys
 from typing import TYPE_CHECKING
 
 from transformers import TrainerCallback
@@ -18,10 +19,11 @@ if TYPE_CHECKING:  # an annotation only: SFT logs through this callback without 
     from rubricrl.train.reward_mix import TrainingReward
 
 
-def _active_mlflow():
-    import mlflow
-
-    return mlflow if mlflow.active_run() is not None else None
+def active_mlflow():
+    """The mlflow module when a run is active, else None. Without an import of mlflow no run can be active: with
+    tracking off (the GPU image has no MLflow) nothing imports it, and neither does this."""
+    mlflow = sys.modules.get("mlflow")
+    return mlflow if mlflow is not None and mlflow.active_run() is not None else None
 
 
 def numeric_metrics(logs: dict) -> dict[str, float]:
@@ -39,7 +41,7 @@ class MLflowMetricsCallback(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs:
             return
-        mlflow = _active_mlflow()
+        mlflow = active_mlflow()
         if mlflow is None:
             return
         metrics = numeric_metrics(logs)

@@ -29,6 +29,7 @@ from rubricrl.metrics.strict import summarize
 from rubricrl.metrics.true_metric import true_counts
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.core.taskfile import Task
+from rubricrl.train.mlflow_log import active_mlflow
 from rubricrl.train.rollback import RollbackMonitor, Spike
 from rubricrl.config import HackMonitorSettings
 
@@ -186,11 +187,8 @@ class HackMonitor(TrainerCallback):
         self.history.append(base)
         # No step log carries the baseline: it gets its own log-history entry and MLflow step.
         state.log_history.append({"step": state.global_step, **base.to_log()})
-        if state.is_world_process_zero:
-            import mlflow
-
-            if mlflow.active_run() is not None:
-                mlflow.log_metrics(base.to_log(), step=state.global_step)
+        if state.is_world_process_zero and (mlflow := active_mlflow()) is not None:
+            mlflow.log_metrics(base.to_log(), step=state.global_step)
 
     def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
         if not self.s.enabled or state.global_step % self.s.every:

@@ -26,6 +26,7 @@ from typing import Callable
 from transformers import TrainerCallback
 
 from rubricrl.core.errors import TrainingError
+from rubricrl.train.mlflow_log import active_mlflow
 
 TAG = "rubricrl.nonfinite"
 
@@ -94,9 +95,7 @@ class NonFiniteGuard(TrainerCallback):
                         control)
 
     def _tag(self) -> None:
-        import mlflow
-
-        if mlflow.active_run() is not None:
+        if (mlflow := active_mlflow()) is not None:
             mlflow.set_tag(f"{TAG}.{self.stage}", ",".join(map(str, self.skipped[-50:])))
 
     def _limit(self, step: int, reason: str, control) -> None:

