@@ -213,7 +213,7 @@ def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: l
     import shutil
     import tempfile
 
-    from datasets import Dataset
+    from rubricrl.train.data import rows_dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerState
 
     from rubricrl.inference.hf import placement
@@ -259,7 +259,7 @@ def gkd_train(student_dir: str | Path, teacher_dir: str | Path, conversations: l
     saves = [CheckpointCallback(keep=1, protected_step=lambda: None, extra=lambda: {"skipped": guard.skipped})
              ] if checkpoints is not None else []
     trainer = GKDTrainer(model=student, teacher_model=teacher, args=args,
-                         train_dataset=Dataset.from_list([{"messages": m} for m in conversations]),
+                         train_dataset=rows_dataset([{"messages": m} for m in conversations]),
                          processing_class=tokenizer, callbacks=[guard, *callbacks, *saves])
     try:
         result = trainer.train(resume_from_checkpoint=str(start.path) if start else None)

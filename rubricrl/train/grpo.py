@@ -88,7 +88,7 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
     settings.monitor.enabled; `monitor_decode` replaces its greedy decoder (tests). Null rollback windows and
     monitor.every are sized from max_steps (GRPOSettings.sized); the result's `nets` says which nets were armed.
     """
-    from datasets import Dataset
+    from rubricrl.train.data import rows_dataset
     from transformers import AutoTokenizer
 
     started = time.time()
@@ -105,7 +105,7 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
     beta = saved["beta"] if saved else settings.beta
     rollbacks = [Rollback(**r) for r in saved["rollbacks"]] if saved else []
     run = _Run(Path(model_dir), out, settings, grpo_config(settings, out / "checkpoints", beta, mix.weights),
-               Dataset.from_list(rows), mix, list(callbacks), list(monitor_tasks), monitor_decode, [])
+               rows_dataset(rows), mix, list(callbacks), list(monitor_tasks), monitor_decode, [])
     if run.main:
         if resume:
             remove_incomplete(run.run_dir)

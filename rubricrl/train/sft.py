@@ -56,7 +56,7 @@ def train_sft(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pat
     makes sure the folder holds checkpoints of these settings and data only (rubricrl.core.resume).
     """
     started = time.monotonic()
-    from datasets import Dataset
+    from rubricrl.train.data import rows_dataset
     from transformers import AutoTokenizer
     from trl import SFTTrainer
 
@@ -85,7 +85,7 @@ def train_sft(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pat
         if main:
             print(f"sft: resuming from {start.path} (step {start.step}, saved before an interruption)",
                   file=sys.stderr)
-    trainer = SFTTrainer(model=str(model_dir), args=args, train_dataset=Dataset.from_list(rows),
+    trainer = SFTTrainer(model=str(model_dir), args=args, train_dataset=rows_dataset(rows),
                          processing_class=tokenizer, peft_config=peft_config(settings.lora),
                          callbacks=[guard, *callbacks, MLflowMetricsCallback(), *saves])
     if start is not None and is_final(start):  # trained to the end, killed before the model was published
