@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal, Union
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from rubricrl.core.errors import ConfigError
 from rubricrl.core.yamlfile import Strict, read_mapping, validation_error
@@ -27,6 +27,15 @@ from rubricrl.core.yamlfile import Strict, read_mapping, validation_error
 # auto (greedy answers): transformers on a GPU, llama.cpp on a CPU (continuous batching; measured 1.99x HF batches on
 # AVX2 and 2.06x on AVX-512: benchmarks/generation_engines.py, README "Speed").
 Engine = Literal["transformers", "llama_cpp", "auto"]
+# A generation batch: prompts per generate call, or "auto": sized to the card's free memory on a GPU, the CPU default
+# (the field's default) elsewhere (rubricrl.inference.batching).
+def _gen_batch(value: int | str) -> int | str:
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value
+    raise ValueError(f"a generation batch is an integer >= 1 or 'auto', got {value!r}")
+
+
+GenBatch = Annotated[Union[int, str], AfterValidator(_gen_batch)]
 
 DEFAULT_PARAMS = "params.yaml"
 OVERLAY_ENV = "RUBRICRL_PARAMS_OVERLAY"  # overlay files read on top of params.yaml by every stage (os.pathsep list)
@@ -144,7 +153,7 @@ class HackMonitorSettings(Strict):
     every: int | None = Field(None, ge=1)
     n_tasks: int = Field(8, ge=1)  # validation tasks with gold answers (a stratified slice of val)
     max_new_tokens: int | None = Field(None, ge=8)  # None: grpo.max_completion_length
-    batch_size: int = Field(8, ge=1)  # prompts decoded together
+    batch_size: GenBatch = 8  # prompts decoded together
     window: int = Field(1, ge=1)  # compare each evaluation with the one this many evaluations back
     # ... and with the run's first evaluation (before any training): a drift in steps each inside the tolerances, or a
     # rollback that took its new baseline on an already drifted checkpoint, still fires (benchmarks/hackable_rubric.py)
@@ -274,6 +283,7 @@ class RubricParams(Section):
     policy_samples: int = Field(4, ge=0)  # on-policy calibration: samples per task from the GRPO start model (0: off)
     policy_tasks: int = Field(6, ge=1)  # ... on N calibration tasks (stratified), at grpo.temperature / max_completion_length
     sample_engine: Engine = "llama_cpp"  # llama_cpp: an F16 GGUF, each prompt processed once for its k samples (CPU)
+    sample_batch: GenBatch = 2  # transformers: prompts per generate call (each with its policy_samples sequences)
     min_auc: float = Field(0.6, ge=0.5, le=1.0)  # a component must separate gold from its targets this well
     keep_weak: bool = False  # keep non-discriminating components (with a warning) instead of dropping
     min_margin: float = Field(0.4, ge=0)  # every probe must score at least this far below gold, on every task
@@ -293,7 +303,7 @@ class EvalParams(Section):
 
     max_per_part: int | None = Field(25, ge=1)  # CPU: N test tasks of each part, stratified (None: all)
     base_per_part: int | None = Field(10, ge=1)  # the base model on N of them (stratified); None: as max_per_part
-    batch_size: int = Field(8, ge=1)  # prompts generated together
+    batch_size: GenBatch = 8  # prompts generated together
     max_new_tokens: int = Field(200, ge=8)  # per answer; gold answers: median 78 tokens, max 184
     n_boot: int = Field(1000, ge=100)  # bootstrap resamples for the 95% confidence intervals
     samples_table: int = Field(20, ge=0)  # sample outputs with per-criterion reasons, per model
@@ -345,7 +355,7 @@ class GeneralParams(Section):
 
     sizes: SuiteSizes = SuiteSizes()
     engine: Engine = "llama_cpp"  # greedy replies: transformers batches, or llama.cpp continuous batching (F16 GGUF)
-    batch_size: int = Field(8, ge=1)
+    batch_size: GenBatch = 8
     max_new_tokens: dict[Literal["ifeval", "humaneval", "qa"], int] = {"ifeval": 128, "humaneval": 192, "qa": 48}
     code_timeout_s: float = Field(5.0, gt=0)  # per program, in the sandbox
     sandbox: SandboxParams = SandboxParams()  # each program's memory, process and file limits
@@ -409,7 +419,7 @@ class DistillParams(Section):
     max_new_tokens: int = Field(160, ge=8)  # teacher answers, and the student's on-policy samples
     max_length: int = Field(1024, ge=64)
     eval_tasks: int = Field(8, ge=1)  # student before/after and teacher: N tasks of the eval's test slice, stratified
-    batch_eval: int = Field(8, ge=1)
+    batch_eval: GenBatch = 8
     save_every: int = Field(32, ge=1)  # the teacher's and the students' answers: journaled this many at a time
     engine: Engine = "auto"  # the teacher's greedy answers: transformers, llama_cpp (its F16 GGUF) or auto
     device: Literal["cpu", "auto"] = "cpu"  # auto: the GPU where one is visible (hardness, GKD)

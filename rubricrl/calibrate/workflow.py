@@ -56,7 +56,8 @@ def policy_samples(model_dir: str | Path, tasks: list[Task], params: Params) -> 
     cfg, g = params.rubric, params.grpo
     chosen = stratified(tasks, cfg.policy_tasks)
     samples, stats = sample_responses(model_dir, chosen, cfg.policy_samples, g.temperature, g.max_completion_length,
-                                      top_p=g.top_p, seed=cfg.seed, engine=cfg.sample_engine)
+                                      top_p=g.top_p, seed=cfg.seed, engine=cfg.sample_engine,
+                                      prompts_per_batch=cfg.sample_batch)
     print(f"rubric: sampled {stats.n} policy answers from {model_dir} in {stats.seconds:.0f} s "
           f"({stats.tokens_per_s:.1f} tokens/s, {stats.truncated} truncated)", file=sys.stderr)
     return [(t, r) for t, rs in zip(chosen, samples) for r in rs]

@@ -26,6 +26,7 @@ from rubricrl.core.tables import table
 from rubricrl.metrics.decide import combine, decide
 from rubricrl.metrics.paired import paired_difference
 from rubricrl.general import code, ifeval, perplexity, qa
+from rubricrl.inference.batching import cpu_batch
 
 GENERATION = {"ifeval": ifeval, "humaneval": code, "qa": qa}
 SUITES = (*GENERATION, "perplexity")
@@ -60,7 +61,7 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
         def reply(chats: list[list[dict]], label: str) -> list[str]:
             if resolve_engine(cfg.engine) == "llama_cpp" and model_and_tokenizer is None:
                 return llamacpp.generate_chat(model_dir, chats, limit, default_threads(), desc=label,
-                                              batch=cfg.batch_size)[0]
+                                              batch=cpu_batch(cfg.batch_size, 8))[0]
             return greedy_chat(model, tokenizer, chats, batch_size=cfg.batch_size, max_new_tokens=limit, desc=label)
 
         label = f"{desc} {suite}".strip()
@@ -84,7 +85,7 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
     if "perplexity" not in active_suites(cfg):
         return out
     items = perplexity.load(cfg.sizes.perplexity)
-    rows = perplexity.nll(model, tokenizer, items, max_tokens=cfg.perplexity_max_tokens, batch_size=cfg.batch_size)
+    rows = perplexity.nll(model, tokenizer, items, max_tokens=cfg.perplexity_max_tokens, batch_size=cpu_batch(cfg.batch_size, 8))
     summary = perplexity.summarize(rows)
     out["perplexity"] = {"summary": summary, "score": summary["perplexity"],
                          "items": [{**r, "score": -r["nll"]} for r in rows]}

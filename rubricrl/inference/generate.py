@@ -14,6 +14,7 @@ from typing import Sequence
 
 from rubricrl.core.resume import Journal
 from rubricrl.core.taskfile import Task
+from rubricrl.inference.batching import AUTO, BatchSize, cpu_batch
 from rubricrl.inference.chat import GenerationStats, chat_texts, default_threads, prompt_texts
 from rubricrl.inference.hf import batched_generate, load_for_generation, placement, torch_threads
 
@@ -35,7 +36,7 @@ def resolve_engine(engine: str, device: str = "auto") -> str:
     return "llama_cpp"
 
 
-def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size: int = 8,
+def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size: BatchSize = 8,
                         max_new_tokens: int = 256, threads: int | None = None, model_and_tokenizer=None,
                         device: str = "auto", precision: str | None = None,
                         desc: str | None = "generating", engine: str = "transformers") -> tuple[list[str], GenerationStats]:
@@ -47,8 +48,8 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
     `model_dir` on `placement(device, precision)`. engine "llama_cpp" decodes an F16 GGUF of `model_dir`
     instead, batch_size sequences together (rubricrl.inference.llamacpp; device and precision do not apply).
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if batch_size != AUTO and batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1 or 'auto', got {batch_size}")
     threads = threads or default_threads()
     tasks = list(tasks)
     if not tasks:
@@ -57,7 +58,7 @@ def generate_with_stats(model_dir: str | Path, tasks: Sequence[Task], batch_size
         from rubricrl.inference import llamacpp
 
         out, new_tokens, truncated, seconds = llamacpp.generate(model_dir, tasks, max_new_tokens, threads, desc=desc,
-                                                                batch=batch_size)
+                                                                batch=cpu_batch(batch_size, 8))
         return [o[0] for o in out], GenerationStats(len(tasks), new_tokens, truncated, seconds, batch_size,
                                                     max_new_tokens, threads)
     with torch_threads(threads):
@@ -105,7 +106,7 @@ def generate_journaled(model_dir: str | Path, tasks: Sequence[Task], journal: Jo
 
 
 def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, temperature: float, max_new_tokens: int,
-                     top_p: float = 1.0, seed: int = 0, prompts_per_batch: int = 2,
+                     top_p: float = 1.0, seed: int = 0, prompts_per_batch: BatchSize = 2,
                      threads: int | None = None, device: str = "auto", precision: str | None = None,
                      engine: str = "transformers") -> tuple[list[list[str]], GenerationStats]:
     """k sampled completions per task (the policy's own samples, as GRPO draws them), and timing stats.
@@ -135,7 +136,8 @@ def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, tempe
                                                num_return_sequences=k, desc="policy samples", do_sample=True,
                                                temperature=temperature, top_p=top_p, top_k=0, max_new_tokens=max_new_tokens)
         seconds = time.perf_counter() - start
-    stats = GenerationStats(len(tasks) * k, new_tokens, truncated, seconds, prompts_per_batch * k, max_new_tokens, threads)
+    stats = GenerationStats(len(tasks) * k, new_tokens, truncated, seconds,
+                            prompts_per_batch if prompts_per_batch == AUTO else prompts_per_batch * k, max_new_tokens, threads)
     return out, stats
 
 

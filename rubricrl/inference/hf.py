@@ -10,6 +10,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
+from rubricrl.inference.batching import BatchSize, generation_batch
+
 
 @contextmanager
 def torch_threads(n: int):
@@ -86,9 +88,10 @@ def _decode_rows(rows, eos_ids, tokenizer) -> tuple[list[str], int, int]:
     return texts, new_tokens, truncated
 
 
-def batched_generate(model, tokenizer, texts: list[str], batch_size: int, num_return_sequences: int = 1,
+def batched_generate(model, tokenizer, texts: list[str], batch_size: BatchSize, num_return_sequences: int = 1,
               desc: str | None = None, **gen_kwargs) -> tuple[list[list[str]], int, int]:
-    """Completions per prompt text (input order), prompts batched longest first; (texts, new tokens, truncated)."""
+    """Completions per prompt text (input order), prompts batched longest first; (texts, new tokens, truncated).
+    batch_size `auto`: sized to the card's free memory for the longest prompt (rubricrl.inference.batching)."""
     import torch
     from tqdm import tqdm
     from transformers import GenerationConfig
@@ -96,6 +99,8 @@ def batched_generate(model, tokenizer, texts: list[str], batch_size: int, num_re
     # The chat template writes any BOS itself: do not add special tokens a second time.
     ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
     order = sorted(range(len(texts)), key=lambda i: (-len(ids[i]), i))
+    new = gen_kwargs.get("max_new_tokens") or model.generation_config.max_new_tokens or 256
+    batch_size = generation_batch(batch_size, model, len(ids[order[0]]) if ids else 0, new, num_return_sequences)
     eos = model.generation_config.eos_token_id
     if eos is None:
         eos = tokenizer.eos_token_id

@@ -18,6 +18,7 @@ from rubricrl.core.atomic import write_json, write_text
 from rubricrl.core.entry import stage_main
 from rubricrl.core.errors import RubricRLError
 from rubricrl.core.jsonio import read_jsonl
+from rubricrl.inference.batching import cpu_batch
 from rubricrl.core.resume import ResumeDir
 from rubricrl.core.tables import table
 from rubricrl.core.taskfile import load_tasks
@@ -155,7 +156,7 @@ def run(params: Params) -> ExportResult:
             def gguf(kind: str, path: Path) -> dict:
                 f16 = gguf_for(model_dir, "f16")
                 quantize(f16, path, kind, threads)
-                a = verify_gguf(path, model_dir, tasks, scorer, cfg.max_new_tokens, threads, params.eval.batch_size,
+                a = verify_gguf(path, model_dir, tasks, scorer, cfg.max_new_tokens, threads, cpu_batch(params.eval.batch_size, 8),
                                 reference=f16)
                 return a | {"tokens_per_s": tokens_per_s_gguf(path, model_dir, speed, cfg.speed_tokens, threads)}
 
