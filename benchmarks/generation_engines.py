@@ -9,6 +9,10 @@ Two workloads, each on the same model, prompts and threads, one engine after the
            setting); speed-ups and how many greedy answers are identical.
   samples  the rubric stage's policy samples: k completions per task at GRPO's temperature; transformers
            repeats each prompt k times in a batch, llama.cpp processes it once and reuses its KV cache.
+  sampler  (--sampler) the policy sampler's batch sizes side by side on the same model and prompts: today's
+           (rubric.sample_batch 2 prompts x k, the CPU default), larger batches and `auto` (the card's free
+           memory on a GPU: rubricrl/inference/batching.py; the CPU default on a CPU), then llama.cpp; tokens/s
+           of each and its ratio to today's. On a GPU: --sampler-batches 2,8,32,64,auto (prompts x k sequences).
 Times exclude loading and the one-off GGUF conversion (printed apart). Use an idle machine: both engines
 use every core.
 """
@@ -40,8 +44,14 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--temperature", type=float, default=0.9)
     ap.add_argument("--out", help="also write the results as JSON here")
+    ap.add_argument("--sampler", action="store_true", help="only the sampler workload (batch sizes side by side)")
+    ap.add_argument("--sampler-tasks", type=int, default=8)
+    ap.add_argument("--sampler-batches", default="2,8,auto", help="prompts per generate call, comma-separated")
+    ap.add_argument("--sampler-tokens", type=int, default=128)
     a = ap.parse_args()
     threads = default_threads()
+    if a.sampler:
+        return sampler(a, threads)
     test = load_tasks("data/test.jsonl")[: a.tasks]
 
     start = time.perf_counter()
@@ -78,6 +88,36 @@ def main() -> None:
           "answers identical", file=sys.stderr)
     if "samples" in result:
         print(f"samples: llama.cpp {result['samples']['speedup']}x transformers", file=sys.stderr)
+
+
+def sampler(a, threads: int) -> None:
+    """The policy sampler at each batch size, then llama.cpp, on the same prompts; tokens/s and ratio to today's."""
+    import torch
+
+    val = load_tasks("data/val.jsonl")[: a.sampler_tasks]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    rows = []
+    for b in a.sampler_batches.split(","):
+        batch = b if b == "auto" else int(b)
+        _, st = sample_responses(a.model, val, a.k, a.temperature, a.sampler_tokens, threads=threads, device=device,
+                                 prompts_per_batch=batch)
+        rows.append({"engine": "transformers", "prompts_per_batch": batch, **st.to_dict()})
+    if device == "cpu":
+        _, st = sample_responses(a.model, val, a.k, a.temperature, a.sampler_tokens, threads=threads,
+                                 engine="llama_cpp")
+        rows.append({"engine": "llama_cpp", "prompts_per_batch": 1, **st.to_dict()})
+    today = rows[0]["tokens_per_s"]
+    for r in rows:
+        r["vs_today"] = round(r["tokens_per_s"] / today, 2) if today else None
+    result = {"model": a.model, "device": device, "threads": threads, "tasks": len(val), "k": a.k,
+              "max_new_tokens": a.sampler_tokens, "sampler": rows}
+    text = json.dumps(result, indent=2)
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text + "\n")
+    for r in rows:
+        print(f"sampler {r['engine']:12s} prompts/batch {str(r['prompts_per_batch']):>4s}: "
+              f"{r['tokens_per_s']:8.1f} tokens/s, {r['vs_today']}x today's", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,10 @@ def markdown(report: dict, gate: list[str]) -> str:
             ["pairwise accuracy within a task", f"{pol['pairwise_accuracy']} ({pol['n_pairs']} pairs, "
                                                 f"{pol['pairwise_ties']} reward ties)"],
             [f"mean reward / mean {metric}", f"{pol['mean_reward']} / {pol['mean_accuracy']}"]], digits=4))
+        gen = report.get("policy_generation")
+        if gen:
+            lines += ["", f"Sampled {gen['n']} answers, {gen['new_tokens']} tokens in {gen['seconds']:.1f} s: "
+                          f"{gen['tokens_per_s']:.1f} tokens/s (batch {gen['batch_size']}, {gen['truncated']} truncated)."]
     else:
         lines.append("No policy samples (rubric.policy_samples: 0).")
     if report.get("dropped"):

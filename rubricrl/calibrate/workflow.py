@@ -48,9 +48,10 @@ def generate_draft(tasks: list[Task], params: Params, llm: bool | None = None) -
     return draft, problems
 
 
-def policy_samples(model_dir: str | Path, tasks: list[Task], params: Params) -> list[tuple[Task, str]]:
+def policy_samples(model_dir: str | Path, tasks: list[Task], params: Params):
     """rubric.policy_samples completions per task of rubric.policy_tasks tasks (stratified), drawn from the
-    model GRPO starts from, at GRPO's temperature and completion length (what the reward will see)."""
+    model GRPO starts from, at GRPO's temperature and completion length (what the reward will see); with the
+    sampling's GenerationStats."""
     from rubricrl.inference.generate import sample_responses
 
     cfg, g = params.rubric, params.grpo
@@ -60,7 +61,7 @@ def policy_samples(model_dir: str | Path, tasks: list[Task], params: Params) -> 
                                       prompts_per_batch=cfg.sample_batch)
     print(f"rubric: sampled {stats.n} policy answers from {model_dir} in {stats.seconds:.0f} s "
           f"({stats.tokens_per_s:.1f} tokens/s, {stats.truncated} truncated)", file=sys.stderr)
-    return [(t, r) for t, rs in zip(chosen, samples) for r in rs]
+    return [(t, r) for t, rs in zip(chosen, samples) for r in rs], stats
 
 
 def run_calibration(rubric: Rubric, val: list[Task], params: Params, policy_responses: str | None = None,
@@ -72,16 +73,18 @@ def run_calibration(rubric: Rubric, val: list[Task], params: Params, policy_resp
     tasks = stratified([t for t in val if t.reference is not None], cfg.n_calibration)
     if len(tasks) < 5:
         raise ConfigError(f"rubric.n_calibration: only {len(tasks)} validation tasks with a reference; need at least 5")
-    policy = []
+    policy, generation = [], None
     path = policy_responses or cfg.policy_responses
     if path:
         by_id = {t.id: t for t in tasks}
         policy = [(by_id[r["id"]], r["response"]) for r in load_responses(path, set(by_id))]
     elif policy_model is not None and cfg.policy_samples > 0:
-        policy = policy_samples(policy_model, tasks, params)
+        policy, generation = policy_samples(policy_model, tasks, params)
     scorer = RubricScorer(rubric, judge_override=params.scoring.judge_config(), policy_model=params.policy.model)
     cal = calibrate(rubric, scorer, calibration_set(tasks, cfg.seed, policy), cfg.min_auc, cfg.keep_weak,
                     cfg.min_margin)
+    if generation is not None:
+        cal.report["policy_generation"] = generation.to_dict()
     for cid in cal.report["weak_kept"]:
         print(f"warning: kept weak component '{cid}': {cal.report['components'][cid]['verdict']}", file=sys.stderr)
     return cal
@@ -108,6 +111,7 @@ def write_outputs(out_dir: Path, draft: Rubric, cal: Calibration, params: Params
             "worst_probe_margin": min((p["worst_margin"] for p in probes), default=None),
             "policy_spearman_accuracy": pol.get("spearman_accuracy"), "policy_pairwise_accuracy": pol.get("pairwise_accuracy"),
             "policy_samples": pol.get("n_samples", 0),
+            "policy_tokens_per_s": (report.get("policy_generation") or {}).get("tokens_per_s"),
             "judge_calls_per_response": report["judge_calls_per_response"], "gate_passed": int(not gate),
             # The same figures with every reference hidden from the reward (the report's label_free block).
             "label_free_pairwise_accuracy": (free.get("reward") or {}).get("pairwise_accuracy"),

@@ -16,7 +16,7 @@ class GenerationStats:
     new_tokens: int  # generated tokens, each response counted up to and including its end token
     truncated: int  # responses that stopped at max_new_tokens without an end token
     seconds: float  # generation wall time (model loading excluded)
-    batch_size: int
+    batch_size: int | str  # "auto": sized by rubricrl.inference.batching where the call ran
     max_new_tokens: int
     threads: int
 

@@ -56,6 +56,14 @@ class EvalResult(Result):
 
     models: dict[str, dict[str, dict]]
     paired: list[dict] = []
+    generation: dict[str, dict] = {}  # per model: answers, new tokens, seconds, tokens/s, batch, engine threads
+
+
+def generation_line(generation: dict[str, dict]) -> str:
+    """One report line: each model's greedy decoding speed (read back answers count 0 s)."""
+    return "Generation: " + "; ".join(
+        f"{name} {g['n']} answers, {g['new_tokens']} tokens in {g['seconds']:.1f} s ({g['tokens_per_s']:.1f} tokens/s, "
+        f"batch {g['batch_size']})" for name, g in generation.items()) + "."
 
 
 def run(params: Params) -> EvalResult:
@@ -69,7 +77,7 @@ def run(params: Params) -> EvalResult:
     tasks = test_slice(load_tasks(DATA.test), cfg.max_per_part)
     scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
                           policy_model=params.policy.model)
-    summary, samples = {}, {}
+    summary, samples, generation = {}, {}, {}
     # Answers already generated for these settings, tasks and weights are read back (a rerun after a kill).
     resume = ResumeDir("eval_task", cfg.model_dump(mode="json"), resolve_engine(cfg.engine), [t.id for t in tasks],
                        {name: tracking.weights_digest(d) for name, d in MODELS.items()})
@@ -85,6 +93,7 @@ def run(params: Params) -> EvalResult:
             groups = {"all": metrics["all"], **metrics["parts"]}
             summary[name] = {part: headline(g) for part, g in groups.items()}
             samples[name] = metrics["samples"]
+            generation[name] = {k: v for k, v in metrics["generation"].items() if k != "model_dir"}
             for part, h in summary[name].items():
                 run.log_metrics(flat_metrics(name, part, h))
             run.log_table({k: [row.get(k) for row in metrics["samples"]] for k in ("id", "part", "total", "response")},
@@ -97,8 +106,9 @@ def run(params: Params) -> EvalResult:
         plot_paired(paired, OUT)
         kinds = {t.kind for t in tasks}
         tops = {k: scorer.rubric.max_total_for(k) for k in scorer.rubric.kinds if k in kinds}
-        write_text(PATHS.section, comparison_markdown(summary, paired, tops, figures=True, kinds=kinds))
-        result = EvalResult(models=summary, paired=paired)
+        write_text(PATHS.section, comparison_markdown(summary, paired, tops, figures=True, kinds=kinds)
+                   + "\n" + generation_line(generation) + "\n")
+        result = EvalResult(models=summary, paired=paired, generation=generation)
         result.write(PATHS.result)
         run.log_metrics({f"paired.{r['model']}-{r['vs']}.{r['part']}.{r['metric']}.{k}": r[k]
                          for r in paired for k in ("diff", "p")})

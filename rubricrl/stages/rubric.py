@@ -30,6 +30,7 @@ class RubricResult(Result):
     policy_spearman_accuracy: float | None
     policy_pairwise_accuracy: float | None
     policy_samples: int
+    policy_tokens_per_s: float | None = None  # the policy sampling's speed (None: samples read from a file)
     judge_calls_per_response: float
     gate_passed: int
     # The same figures with every reference hidden from the reward (outputs/rubric/report.json: label_free).
