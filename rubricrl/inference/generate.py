@@ -18,6 +18,8 @@ from rubricrl.inference.batching import AUTO, BatchSize, cpu_batch
 from rubricrl.inference.chat import GenerationStats, chat_texts, default_threads, prompt_texts
 from rubricrl.inference.hf import batched_generate, load_for_generation, placement, torch_threads
 
+SAMPLE_BATCH_CPU = 2  # policy samples: prompts per generate call on a CPU (rubric.sample_batch's default; `auto` there)
+
 __all__ = ["GenerationStats", "chat_texts", "default_threads", "generate_journaled", "generate_responses",
            "generate_with_stats",
            "greedy_chat", "load_for_generation", "placement", "prompt_texts", "sample_responses"]
@@ -106,7 +108,7 @@ def generate_journaled(model_dir: str | Path, tasks: Sequence[Task], journal: Jo
 
 
 def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, temperature: float, max_new_tokens: int,
-                     top_p: float = 1.0, seed: int = 0, prompts_per_batch: BatchSize = 2,
+                     top_p: float = 1.0, seed: int = 0, prompts_per_batch: BatchSize = SAMPLE_BATCH_CPU,
                      threads: int | None = None, device: str = "auto", precision: str | None = None,
                      engine: str = "transformers") -> tuple[list[list[str]], GenerationStats]:
     """k sampled completions per task (the policy's own samples, as GRPO draws them), and timing stats.
@@ -134,6 +136,7 @@ def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, tempe
         start = time.perf_counter()
         out, new_tokens, truncated = batched_generate(model, tokenizer, prompt_texts(tokenizer, tasks), prompts_per_batch,
                                                num_return_sequences=k, desc="policy samples", do_sample=True,
+                                               cpu_default=SAMPLE_BATCH_CPU,
                                                temperature=temperature, top_p=top_p, top_k=0, max_new_tokens=max_new_tokens)
         seconds = time.perf_counter() - start
     stats = GenerationStats(len(tasks) * k, new_tokens, truncated, seconds,

@@ -89,9 +89,10 @@ def _decode_rows(rows, eos_ids, tokenizer) -> tuple[list[str], int, int]:
 
 
 def batched_generate(model, tokenizer, texts: list[str], batch_size: BatchSize, num_return_sequences: int = 1,
-              desc: str | None = None, **gen_kwargs) -> tuple[list[list[str]], int, int]:
+              desc: str | None = None, cpu_default: int = 8, **gen_kwargs) -> tuple[list[list[str]], int, int]:
     """Completions per prompt text (input order), prompts batched longest first; (texts, new tokens, truncated).
-    batch_size `auto`: sized to the card's free memory for the longest prompt (rubricrl.inference.batching)."""
+    batch_size `auto`: sized to the card's free memory for the longest prompt (rubricrl.inference.batching),
+    `cpu_default` off a GPU (the caller's CPU default)."""
     import torch
     from tqdm import tqdm
     from transformers import GenerationConfig
@@ -100,7 +101,8 @@ def batched_generate(model, tokenizer, texts: list[str], batch_size: BatchSize, 
     ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
     order = sorted(range(len(texts)), key=lambda i: (-len(ids[i]), i))
     new = gen_kwargs.get("max_new_tokens") or model.generation_config.max_new_tokens or 256
-    batch_size = generation_batch(batch_size, model, len(ids[order[0]]) if ids else 0, new, num_return_sequences)
+    batch_size = generation_batch(batch_size, model, len(ids[order[0]]) if ids else 0, new, num_return_sequences,
+                                  cpu_default)
     eos = model.generation_config.eos_token_id
     if eos is None:
         eos = tokenizer.eos_token_id

@@ -60,3 +60,23 @@ def test_the_gpu_profiles_size_generation_by_memory_and_the_cpu_default_keeps_it
     gpu = load_params(f"{root}/params.yaml", [f"{root}/{profile}"])
     assert {gpu.eval.batch_size, gpu.general.batch_size, gpu.grpo.monitor.batch_size, gpu.distill.batch_eval,
             gpu.rubric.sample_batch} == {"auto"}
+
+
+def test_auto_off_a_gpu_is_each_callers_cpu_default(monkeypatch):
+    """The policy sampler's CPU default is 2 prompts a call, the eval's 8: `auto` on a CPU gives each its own."""
+    from rubricrl.core.taskfile import Task
+    from rubricrl.inference import generate
+
+    calls = []
+
+    def fake_generate(model, tokenizer, texts, batch_size, num_return_sequences=1, desc=None, cpu_default=8, **kw):
+        calls.append(batching.generation_batch(batch_size, model, 10, 10, num_return_sequences, cpu_default))
+        return [["x"] * num_return_sequences for _ in texts], len(texts), 0
+
+    monkeypatch.setattr(generate, "load_for_generation", lambda *a, **k: (torch.nn.Linear(2, 2), None))
+    monkeypatch.setattr(generate, "prompt_texts", lambda tok, tasks: [t.id for t in tasks])
+    monkeypatch.setattr(generate, "batched_generate", fake_generate)
+    tasks = [Task(id=f"t{i}", instruction="x", text="x", schema={"type": "object"}) for i in range(3)]
+    generate.sample_responses("m", tasks, 4, 0.9, 8, prompts_per_batch="auto", device="cpu")
+    generate.generate_with_stats("m", tasks, batch_size="auto", device="cpu")
+    assert calls == [generate.SAMPLE_BATCH_CPU, 8] == [2, 8]
