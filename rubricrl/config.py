@@ -27,14 +27,16 @@ from rubricrl.core.yamlfile import Strict, read_mapping, validation_error
 # auto (greedy answers): transformers on a GPU, llama.cpp on a CPU (continuous batching; measured 1.99x HF batches on
 # AVX2 and 2.06x on AVX-512: benchmarks/generation_engines.py, README "Speed").
 Engine = Literal["transformers", "llama_cpp", "auto"]
-# A generation batch: prompts per generate call, or "auto": sized to the card's free memory on a GPU, the CPU default
-# (the field's default) elsewhere (rubricrl.inference.batching).
+
+
 def _gen_batch(value: int | str) -> int | str:
     if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
         return value
     raise ValueError(f"a generation batch is an integer >= 1 or 'auto', got {value!r}")
 
 
+# A generation batch: prompts per generate call, or "auto": sized to the card's free memory on a GPU, the CPU default
+# (the field's default) elsewhere (rubricrl.inference.batching).
 GenBatch = Annotated[Union[int, str], AfterValidator(_gen_batch)]
 
 DEFAULT_PARAMS = "params.yaml"

@@ -85,7 +85,8 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
     if "perplexity" not in active_suites(cfg):
         return out
     items = perplexity.load(cfg.sizes.perplexity)
-    rows = perplexity.nll(model, tokenizer, items, max_tokens=cfg.perplexity_max_tokens, batch_size=cpu_batch(cfg.batch_size, 8))
+    rows = perplexity.nll(model, tokenizer, items, max_tokens=cfg.perplexity_max_tokens,
+                          batch_size=cpu_batch(cfg.batch_size, 8))
     summary = perplexity.summarize(rows)
     out["perplexity"] = {"summary": summary, "score": summary["perplexity"],
                          "items": [{**r, "score": -r["nll"]} for r in rows]}

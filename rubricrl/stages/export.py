@@ -18,10 +18,10 @@ from rubricrl.core.atomic import write_json, write_text
 from rubricrl.core.entry import stage_main
 from rubricrl.core.errors import RubricRLError
 from rubricrl.core.jsonio import read_jsonl
-from rubricrl.inference.batching import cpu_batch
 from rubricrl.core.resume import ResumeDir
 from rubricrl.core.tables import table
 from rubricrl.core.taskfile import load_tasks
+from rubricrl.inference.batching import cpu_batch
 from rubricrl.reward.load import load_rubric
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.stages.paths import DATA, RUBRIC
