@@ -23,7 +23,8 @@ travels in .gpu/ (git-ignored), in batches of at most 60 MiB (what one `device` 
 with RUBRICRL_PARAMS_OVERLAY=configs/gpu.yaml (and, dry, configs/gpu_dry.yaml), MLflow off (the image has none;
 tracking.enabled: false in .gpu/device.yaml). It stops at the first failing stage and still writes what it has:
 $OUT/summary.md (per test part: reward, strict field accuracy, null-for-present, invented; GRPO - SFT paired with
-its interval; the general suites; student and export retention; wall time per stage), $OUT/metrics/, the stages'
+its interval; the general suites; student and export retention; wall time, tokens/s and peak GPU memory per
+stage), $OUT/metrics/, the stages'
 report sections and JSON/CSV results, and one log per stage.
 """
 
@@ -195,6 +196,43 @@ def stage_commands() -> list[tuple[str, str]]:
     return [(name, stages[name]["cmd"]) for name in stage_order(ROOT / "dvc.yaml")]
 
 
+class PeakGPU:
+    """The peak GPU memory in use (MiB, all processes: `nvidia-smi`, polled every `every` s) while a stage runs;
+    None where there is no nvidia-smi (the CPU dry mode)."""
+
+    def __init__(self, every: float = 0.5):
+        import threading
+
+        self.every, self.peak, self._stop = every, None, threading.Event()
+        self._exe = shutil.which("nvidia-smi")
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _read(self) -> int | None:
+        try:
+            out = subprocess.run([self._exe, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=10).stdout
+            return sum(int(x) for x in out.split())
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            used = self._read()
+            if used is not None:
+                self.peak = max(self.peak or 0, used)
+            self._stop.wait(self.every)
+
+    def __enter__(self):
+        if self._exe:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._exe:
+            self._thread.join()
+
+
 def run(out: Path, dry: bool = False, stages: list[str] | None = None, hackable: int = 0) -> int:
     """Every stage in order under the GPU profile (dry: on CPU with tiny sizes); results and summary to `out`.
     `hackable` > 0: then that many steps of benchmarks/hackable_rubric.py from the SFT model (its summary to
@@ -219,15 +257,15 @@ def run(out: Path, dry: bool = False, stages: list[str] | None = None, hackable:
         print(f"gpu_run: not importable: {', '.join(missing)} (carry .gpu/ from `python -m tools.gpu_run pack` and "
               f"run `python -m tools.gpu_run install`)", file=sys.stderr)
         return 2
-    timings, failed = {}, None
+    timings, peaks, failed = {}, {}, None
     for name, cmd in stage_commands():
         if stages and name not in stages:
             continue
         started = time.monotonic()
-        with open(out / f"{name}.log", "wb") as log:
+        with open(out / f"{name}.log", "wb") as log, PeakGPU() as peak:
             rc = subprocess.call([sys.executable, *cmd.split()[1:]], cwd=ROOT, env=env, stdout=log,
                                  stderr=subprocess.STDOUT)
-        timings[name] = round(time.monotonic() - started, 1)
+        timings[name], peaks[name] = round(time.monotonic() - started, 1), peak.peak
         print(f"{name}: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {timings[name]:.0f} s", flush=True)
         if rc != 0:
             failed = name
@@ -241,11 +279,11 @@ def run(out: Path, dry: bool = False, stages: list[str] | None = None, hackable:
         timings["hackable_rubric"] = round(time.monotonic() - started, 1)
         print(f"hackable_rubric: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {timings['hackable_rubric']:.0f} s")
         failed = None if rc == 0 else "hackable_rubric"
-    collect(out, timings, failed, dry)
+    collect(out, timings, failed, dry, peaks)
     return 1 if failed else 0
 
 
-def collect(out: Path, timings: dict, failed: str | None, dry: bool) -> None:
+def collect(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict | None = None) -> None:
     """The results worth bringing back (no weights): metrics, report sections, JSON and CSV, small figures."""
     if (ROOT / "metrics").is_dir():
         shutil.copytree(ROOT / "metrics", out / "metrics", dirs_exist_ok=True)
@@ -255,18 +293,35 @@ def collect(out: Path, timings: dict, failed: str | None, dry: bool) -> None:
                 and not {"models", "checkpoints", "model", "student"} & set(rel.parts)):
             (out / "outputs" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, out / "outputs" / rel)
-    (out / "timings.json").write_text(json.dumps({"stages": timings, "failed": failed, "dry": dry}, indent=1))
-    (out / "summary.md").write_text(summary(out, timings, failed, dry))
+    (out / "timings.json").write_text(json.dumps({"stages": timings, "failed": failed, "dry": dry,
+                                                  "peak_gpu_mib": peaks or {}}, indent=1))
+    (out / "summary.md").write_text(summary(out, timings, failed, dry, peaks or {}))
 
 
-def summary(out: Path, timings: dict, failed: str | None, dry: bool) -> str:
+def stage_tokens_per_s(metrics) -> dict[str, float]:
+    """Generation speed per stage from its metrics: the rubric stage's policy sampling, the eval's greedy answers
+    (all models' tokens over all their seconds)."""
+    speed = {}
+    rubric, ev = metrics("rubric"), metrics("eval")
+    if rubric and rubric.get("policy_tokens_per_s") is not None:
+        speed["rubric"] = rubric["policy_tokens_per_s"]
+    gens = [g for g in ((ev or {}).get("generation") or {}).values() if g.get("seconds")]
+    if gens:
+        speed["eval_task"] = round(sum(g["new_tokens"] for g in gens) / sum(g["seconds"] for g in gens), 1)
+    return speed
+
+
+def summary(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict | None = None) -> str:
     from rubricrl.core.tables import table
 
     m = lambda name: json.loads((out / "metrics" / f"{name}.json").read_text()) \
         if (out / "metrics" / f"{name}.json").exists() else None  # noqa: E731
+    speed = stage_tokens_per_s(m)
     lines = [f"# One-GPU profile{' (CPU dry mode)' if dry else ''}", "",
              f"Stages: {len(timings)} run{'; failed: ' + failed if failed else ', all passed'}; wall "
-             f"{sum(timings.values()):.0f} s.", "", table(["stage", "wall s"], [[k, v] for k, v in timings.items()])]
+             f"{sum(timings.values()):.0f} s.", "",
+             table(["stage", "wall s", "tokens/s", "peak GPU MiB (nvidia-smi)"],
+                   [[k, v, speed.get(k, ""), (peaks or {}).get(k) or "n/a"] for k, v in timings.items()])]
     ev = m("eval")
     if ev:
         rows = []

@@ -134,3 +134,18 @@ def test_the_carry_list_is_what_the_stages_import_that_the_image_lacks(tmp_path)
     bad.write_text("torch==2.11\nnumpy 2.5\n")
     with pytest.raises(SystemExit, match=r"image.txt:2: expected name==version"):
         gpu_carry.image_packages(bad)
+
+
+def test_the_summary_gives_each_stage_its_time_tokens_per_s_and_peak_memory(tmp_path, monkeypatch):
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "rubric.json").write_text(json.dumps({"policy_tokens_per_s": 5123.4}))
+    (tmp_path / "metrics" / "eval.json").write_text(json.dumps({"models": {}, "generation": {
+        "sft": {"new_tokens": 3000, "seconds": 1.0}, "grpo": {"new_tokens": 1000, "seconds": 1.0}}}))
+    text = gpu_run.summary(tmp_path, {"rubric": 12.0, "eval_task": 30.0, "sft": 60.0}, None, False,
+                           {"rubric": 40960, "eval_task": None})
+    assert "| rubric | 12.000 | 5123.400 | 40960 |" in text
+    assert "| eval_task | 30.000 | 2000.000 | n/a |" in text and "| sft | 60.000 |  | n/a |" in text
+    monkeypatch.setattr(gpu_run.shutil, "which", lambda exe: None)  # no nvidia-smi: no peak, no thread
+    with gpu_run.PeakGPU() as peak:
+        pass
+    assert peak.peak is None
