@@ -307,7 +307,7 @@ class EvalParams(Section):
     base_per_part: int | None = Field(10, ge=1)  # the base model on N of them (stratified); None: as max_per_part
     batch_size: GenBatch = 8  # prompts generated together
     max_new_tokens: int = Field(200, ge=8)  # per answer; gold answers: median 78 tokens, max 184
-    n_boot: int = Field(1000, ge=100)  # bootstrap resamples for the 95% confidence intervals
+    n_boot: int = Field(1000, ge=100)  # resamples: per-model bootstrap 95% intervals, the paired permutation p
     samples_table: int = Field(20, ge=0)  # sample outputs with per-criterion reasons, per model
     engine: Engine = "auto"  # greedy decoding: transformers (batched, the profile's device), llama_cpp (F16 GGUF), auto
     # Answers are generated this many tasks at a time and journaled (.cache/resume/eval_task): a kill loses at most
@@ -362,7 +362,7 @@ class GeneralParams(Section):
     code_timeout_s: float = Field(5.0, gt=0)  # per program, in the sandbox
     sandbox: SandboxParams = SandboxParams()  # each program's memory, process and file limits
     perplexity_max_tokens: int = Field(256, ge=8)
-    n_boot: int = Field(1000, ge=100)
+    n_boot: int = Field(1000, ge=100)  # sign flips for the paired permutation p
     # Replies are generated this many items at a time and journaled per model and suite (.cache/resume/eval_general):
     # a kill loses at most one chunk; a chunk is one call, so a rerun's replies are the uninterrupted run's.
     save_every: int = Field(16, ge=1)
@@ -474,6 +474,9 @@ class RegistryParams(Section):
     # student_margin (non-inferiority, lower bound >= -student_margin). Inconclusive promotes nothing.
     task_margin: float = Field(0.0, ge=0)
     student_margin: float = Field(0.05, ge=0)
+    # No part may regress: a test part (in-domain, held-out domain) whose interval lies wholly below -part_margin
+    # fails the task gate, even when the pooled difference passes (a held-out drop hidden by in-domain gains).
+    part_margin: float = Field(0.05, ge=0)
     promote: bool = True  # the flow promotes after registering (False: register only; `rubricrl registry promote`)
 
 

@@ -28,7 +28,7 @@ PAIRED_PLOTTED = (("reward", "rubric reward"), ("field_accuracy", "strict field 
 
 
 def plot_paired(paired: list[dict], out_dir: Path) -> FigureResult:
-    """Paired differences (model minus the earlier model, same tasks) with bootstrap 95% CIs."""
+    """Paired differences (model minus the earlier model, same tasks) with their 95% score intervals."""
     combos = list(dict.fromkeys((r["model"], r["vs"], r["part"]) for r in paired))
     labels = [f"{m} - {v} ({p})" for m, v, p in combos]
     keyed = {(r["model"], r["vs"], r["part"], r["metric"]): r for r in paired}

@@ -48,7 +48,7 @@ def comparison_markdown(summary: dict[str, dict[str, dict]], paired: list[dict],
     keyed = {(r["model"], r["vs"], r["part"], r["metric"]): r for r in paired}
     combos = list(dict.fromkeys((r["model"], r["vs"], r["part"]) for r in paired))
     lines += ["", "## Paired differences", "",
-              "Model minus the earlier model on the same tasks: difference, bootstrap 95% CI of the per-task "
+              "Model minus the earlier model on the same tasks: difference, 95% score interval of the per-task "
               "differences, and the two-sided sign-flip permutation p. Rates are micro (fields of all tasks).", "",
               table(["comparison", "part"] + [h for _, h in PAIRED_COLUMNS],
                     [[f"{model} - {vs}", part] + [describe(keyed[(model, vs, part, m)])

@@ -35,7 +35,7 @@ def candidate(root: Path, name: str) -> Candidate:
         if (root / paths.EXPORT.result).exists() else {}
     common = dict(name=name, trained_by=trained_by, model_dir=root / model_dir, test_file=root / paths.DATA.test,
                   lineage={rel: root / rel for rel in LINEAGE}, exports=exports.get("artifacts", {}),
-                  hf_tokens_per_s=exports.get("hf_tokens_per_s"))
+                  hf_tokens_per_s=exports.get("hf_tokens_per_s"), base_rows=root / paths.EVAL_TASK.responses("base"))
     if name == STUDENT:  # the distill stage's numbers: the student after distillation on its test slice
         d = DistillResult.read(root / paths.DISTILL.result)
         numbers = {part: {"reward_mean": h["reward_mean"], "field_accuracy": h["field_accuracy"]}

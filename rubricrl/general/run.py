@@ -1,7 +1,7 @@
 """The general suites on one model, paired comparisons against the base model, and the general gate.
 
 Each suite gives a per-item score (higher is better) so two models that answered the same items compare
-by paired difference (rubricrl.metrics.paired: bootstrap CI and sign-flip permutation p):
+by paired difference (rubricrl.metrics.paired: score interval and sign-flip permutation p):
 - ifeval: 1 when every instruction of the prompt is followed (prompt-level strict accuracy);
 - humaneval: 1 when the completion passes the problem's tests in the sandbox (greedy pass@1);
 - qa: 1 when an accepted answer appears in the reply (accuracy);
@@ -111,8 +111,10 @@ def compare(results: dict[str, dict], base: str = "base", n_boot: int = 1000) ->
             continue
         for suite in [s for s in SUITES if s in suites and s in results[base]]:
             a, b, den = _paired_arrays(suite, suites[suite]["items"], results[base][suite]["items"])
+            low, high = BOUNDS[suite]
             rows.append({"model": model, "suite": suite,
-                         **paired_difference(a, b, den, n_resamples=n_boot)})
+                         **paired_difference(a, b, den, bounds=None if low is None else (low, high),
+                                             n_resamples=n_boot)})
     return rows
 
 
@@ -154,10 +156,12 @@ def markdown(results: dict[str, dict], paired: list[dict], gates: dict[str, dict
              "", table(["suite", "n"] + models, [[suite, results[models[0]][suite]["summary"]["n"]]
                                                   + [results[m][suite]["score"] for m in models] for suite in suites]),
              *(["", f"humaneval sandbox: {sandbox}."] if sandbox else []),
-             "", "## Paired differences vs base: non-inferiority on the 95% bootstrap interval", "",
-             "Pass: the interval's lower bound is >= -margin; fail: its upper bound is below -margin; inconclusive: "
-             "it straddles the margin; uninformative: both models at the metric's floor or ceiling. MDE: the smallest "
-             "difference n items detect with 80% power. perplexity row: base nll - model nll (nats/token); negative = "
+             "", "## Paired differences vs base: non-inferiority on the 95% score interval", "",
+             "Pass: the interval's lower bound is >= -margin (a one-sided 97.5% bound) and the suite is powered; "
+             "fail: its upper bound is below -margin; inconclusive: it straddles the margin, or n is too small for "
+             "the margin (power: the chance an equal model passes, at least 0.80 to pass); uninformative: both "
+             "models at the metric's floor or ceiling. MDE: how far above -margin a true difference must lie to "
+             "pass 80% of the time. perplexity row: base nll - model nll (nats/token); negative = "
              "the model got worse.", "",
              table(["model", "suite", "outcome", "difference [95% CI], p; n, MDE", "margin"],
                    [[r["model"], r["suite"], (decisions.get((r["model"], r["suite"])) or {}).get("outcome", "-"),

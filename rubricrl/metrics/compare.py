@@ -1,7 +1,7 @@
 """Paired differences of models on the same test tasks, from their per-task eval rows.
 
-Every comparison is paired: the same tasks answered by two models, per-task differences resampled
-(bootstrap 95% CI) and sign-flipped (permutation p), per part, on the rubric reward and on the
+Every comparison is paired: the same tasks answered by two models, a score interval on the per-task
+differences (95%; `rubricrl.metrics.paired`) and sign flips (permutation p), per part, on the rubric reward and on the
 strict true metric (`rubricrl.metrics.strict`). Overlapping per-model intervals say nothing about a
 paired difference, so the report never compares intervals.
 """
@@ -12,7 +12,9 @@ import numpy as np
 
 from rubricrl.metrics.paired import paired_difference
 
-# metric -> (per-task numerator, per-task denominator) from a sample row (task_eval's samples)
+# metric -> (per-task numerator, per-task denominator) from a sample row (task_eval's samples); every metric
+# but the reward (a rubric's scale) is a rate in [0, 1]
+UNBOUNDED = {"reward"}
 PAIRED_METRICS = {
     "reward": (lambda r: r["total"], lambda r: 1.0),
     "field_accuracy": (lambda r: r["strict"]["right"], lambda r: r["strict"]["fields"]),
@@ -44,6 +46,7 @@ def paired_comparisons(samples: dict[str, list[dict]], n_resamples: int = 2000, 
                         continue
                     res = paired_difference(np.array([num(a[k]) for k in keys], dtype=float),
                                             np.array([num(b[k]) for k in keys], dtype=float), d,
+                                            bounds=None if metric in UNBOUNDED else (0.0, 1.0),
                                             n_resamples=n_resamples, seed=seed)
                     rows.append({"model": model, "vs": base, "part": part, "metric": metric, **res})
     return rows

@@ -1,25 +1,35 @@
-"""Paired comparison of two models on the same tasks: difference, bootstrap CI and permutation p.
+"""Paired comparison of two models on the same tasks: difference, score interval and permutation p.
 
 A model's metric is the ratio of sums over tasks, sum(num) / sum(den) (den defaults to ones, so
 the metric is a mean); see `rubricrl.metrics.strict.per_task` for per-task numerators and
 denominators. Both models answered the same tasks, so task i of model A is paired with task i of
 model B and the denominators are shared (they come from the gold answers, not from the models).
 
-- CI: `scipy.stats.bootstrap` with `paired=True` (tasks are resampled with replacement, the same
-  indices for A, B and den), percentile method, of (sum(num_a) - sum(num_b)) / sum(den).
+- CI: a score interval (the Wilson interval's construction, generalised to paired differences of a bounded
+  metric): each bound is a one-sided (1 + confidence) / 2 bound, inverted from a t test of H0: diff = delta0 whose
+  variance is estimated *under H0*, from the least-favourable distribution there: the observed per-task
+  differences mixed with the extreme difference (-range for the lower bound, +range for the upper) in the
+  proportion that puts the mean at delta0. A percentile bootstrap, or a t interval on the observed spread, calls a
+  run of identical answers [0, 0] and passes a true drop at the margin about 12-20% of the time at n = 16-100
+  (rare one-sided changes); this interval keeps the false-pass rate at the margin <= 2.5% (tests/metrics/
+  test_gate_error_rate.py simulates it over n, margins, base rates and correlations). `bounds=None` (a metric
+  with no range, e.g. perplexity's log-likelihood) falls back to the t interval on the observed spread, which
+  has no interval when every difference is equal.
 - p: two-sided paired permutation test, `scipy.stats.permutation_test` on the per-task
   differences d = num_a - num_b as one sample with `permutation_type="samples"`, which for one
   sample flips the sign of each d at random (the null: A and B are exchangeable on every task).
   The statistic sum(d) / sum(den) equals the ratio difference; sum(den) is fixed under sign flips.
   With 2**n <= n_resamples scipy enumerates every sign pattern (an exact test).
 
-- mde: the smallest true difference this n detects with 80% power by a two-sided 95% test (equivalently a
-  one-sided 97.5% bound), (z_0.975 + z_0.80) x SE, with SE = sd(d) / (mean(den) sqrt(n)) from the observed
+- sd: the spread of the linearised per-task differences (d_i - diff x den_i) / mean(den), which
+  `rubricrl.metrics.decide` uses for power against a gate's margin.
+- mde: the smallest true difference from zero this n detects with 80% power by a two-sided 95% test (a
+  description for tables that have no margin; gates compute theirs against the margin), (z_0.975 + z_0.80) x SE, with SE = sd(d) / (mean(den) sqrt(n)) from the observed
   per-task differences; when every d is 0, the independent-samples bound sqrt(var(a) + var(b)) stands in for
   sd(d) (None when that is 0 too: nothing varies, so nothing can be detected).
 
 Tasks whose denominator is 0 (e.g. no gold-null field for invented_rate) add nothing to either
-ratio and are left out; `n` counts the tasks used. Both procedures use `seed`, so a result is
+ratio and are left out; `n` counts the tasks used. The permutation test uses `seed`, so a result is
 deterministic for a seed (and a scipy version).
 """
 
@@ -45,12 +55,44 @@ def _as_1d(x, name: str) -> np.ndarray:
     return arr
 
 
-def paired_difference(num_a, num_b, den=None, *, n_resamples: int = 2000, confidence: float = 0.95,
-                      seed: int = 0) -> dict:
-    """{"a", "b", "diff", "ci": [lo, hi], "p", "n"} for metric(A) - metric(B) over paired tasks.
+def score_interval(x, y=None, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """The score interval (module doc) of mean(x) / mean(y) for per-task differences scaled into [-1, 1].
 
-    Degenerate inputs: n == 0 (or every den 0) -> a, b, diff, ci and p None; n == 1 -> ci and p
-    None; every per-task difference 0 -> diff 0.0, ci [0.0, 0.0], p 1.0 (scipy is not called).
+    x: (..., n) per-task differences divided by (range x mean(den)); y: the denominators divided by their mean
+    (ones when None). Vectorised over leading axes (a simulation passes thousands of rows at once); n >= 2."""
+    x = np.asarray(x, dtype=float)
+    y = np.ones_like(x) if y is None else np.broadcast_to(np.asarray(y, dtype=float), x.shape)
+    n = x.shape[-1]
+    crit = stats.t.ppf((1 + confidence) / 2, n - 1)
+
+    def lower(x):
+        mean = x.mean(-1)
+
+        def t_stat(d0):  # the t statistic of H0: diff = d0, its variance taken from the least-favourable mixture
+            r = x - d0[..., None] * y
+            gap, extreme = mean - d0, -1.0 - d0
+            w = np.divide(gap, gap - extreme, out=np.ones_like(gap), where=gap - extreme > 0)
+            var0 = (1 - w) * np.mean(r * r, axis=-1) + w * extreme ** 2
+            return np.divide(gap, np.sqrt(var0 / n), out=np.full_like(gap, np.inf), where=var0 > 0)
+
+        lo, hi = np.full_like(mean, -1.0), mean.copy()  # t_stat(-1) is infinite, t_stat(mean) is 0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            above = t_stat(mid) > crit
+            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+        return np.minimum(lo, mean)
+
+    return lower(x), -lower(-x)
+
+
+def paired_difference(num_a, num_b, den=None, *, bounds: tuple[float, float] | None = (0.0, 1.0),
+                      n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict:
+    """{"a", "b", "diff", "ci": [lo, hi], "p", "n", "sd", "mde"} for metric(A) - metric(B) over paired tasks.
+
+    `bounds`: the range of a task's metric num / den (a rate: (0, 1)); None for an unbounded metric (module doc).
+    Degenerate inputs: n == 0 (or every den 0) -> a, b, diff, ci and p None; n == 1 -> ci and p None; every
+    per-task difference 0 -> p 1.0 (scipy is not called) and, bounded, the score interval (never [0, 0]: n equal
+    answers bound a difference only as tightly as n allows), unbounded, no interval.
     """
     num_a, num_b = _as_1d(num_a, "num_a"), _as_1d(num_b, "num_b")
     den = np.ones_like(num_a) if den is None else _as_1d(den, "den")
@@ -68,28 +110,39 @@ def paired_difference(num_a, num_b, den=None, *, n_resamples: int = 2000, confid
         raise ValueError("a task with den 0 must have numerators 0")
     keep = ~empty
     num_a, num_b, den = num_a[keep], num_b[keep], den[keep]
+    if bounds is not None:
+        low, high = bounds
+        if not high > low:
+            raise ValueError(f"bounds must be (low, high) with high > low, got {bounds}")
+        for name, num in (("num_a", num_a), ("num_b", num_b)):
+            outside = (num < low * den - 1e-9 * den) | (num > high * den + 1e-9 * den)
+            if outside.any():
+                i = int(np.flatnonzero(outside)[0])
+                raise ValueError(f"{name}[{i}] / den = {num[i] / den[i]:g} is outside bounds {bounds}")
     n = len(den)
-    out = {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": n, "mde": None}
+    out = {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": n, "sd": None, "mde": None}
     if n == 0:
         return out
     total = den.sum()
     a, b = num_a.sum() / total, num_b.sum() / total
     d = num_a - num_b
-    out.update(a=float(a), b=float(b), diff=float(d.sum() / total), mde=min_detectable(num_a, num_b, den))
-    if not d.any():
-        out.update(diff=0.0, ci=[0.0, 0.0], p=1.0)
-        return out
+    diff = float(d.sum() / total)
+    scale = float(den.mean())
+    resid = (d - diff * den) / scale
+    out.update(a=float(a), b=float(b), diff=diff, mde=min_detectable(num_a, num_b, den))
     if n == 1:
         return out
-
-    def ratio_diff(x, y, z, axis=-1):
-        return (x.sum(axis=axis) - y.sum(axis=axis)) / z.sum(axis=axis)
-
-    boot = stats.bootstrap((num_a, num_b, den), ratio_diff, paired=True, vectorized=True,
-                           n_resamples=n_resamples, confidence_level=confidence, method="percentile",
-                           **{_rng_kw(stats.bootstrap): np.random.default_rng(seed)})
-    lo, hi = boot.confidence_interval
-    out["ci"] = [float(lo), float(hi)]
+    out["sd"] = float(np.std(resid, ddof=1))
+    if bounds is not None:
+        width = bounds[1] - bounds[0]
+        lo, hi = score_interval(d / (width * scale), den / scale, confidence)
+        out["ci"] = [float(lo) * width, float(hi) * width]
+    elif out["sd"] > 0:
+        half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * out["sd"] / np.sqrt(n)
+        out["ci"] = [float(diff - half), float(diff + half)]
+    if not d.any():
+        out["p"] = 1.0
+        return out
 
     def flipped_sum(x, axis=-1):
         return x.sum(axis=axis) / total

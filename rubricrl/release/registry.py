@@ -11,8 +11,9 @@
   when every gate passes (rubric gate, general gate, the task gate, and exports verified once there are any).
   Gates decide on intervals (rubricrl.metrics.decide): the task gate asks a policy for superiority (the 95%
   interval of challenger - champion above registry.task_margin) and the student for non-inferiority (above
-  -registry.student_margin); an inconclusive gate (the interval straddles its margin) promotes nothing. The
-  first candidate through the other gates becomes champion. Decision and each gate's numbers are written as version tags and as a
+  -registry.student_margin); an inconclusive gate (the interval straddles its margin) promotes nothing. A part
+  (in-domain, held-out domain) shown to drop below -registry.part_margin fails the gate. The first candidate
+  is held to the same superiority against the base model (its eval rows, logged with the candidate). Decision and each gate's numbers are written as version tags and as a
   Markdown report.
 - `rollback`: `champion` back to the previous champion (the registered model keeps the history as a tag).
 - `register_exports`: each verified export of a candidate (GGUF Q8_0/Q4_K_M, GPTQ) becomes a version of
@@ -52,6 +53,7 @@ HISTORY = "rubricrl.champion_history"  # registered-model tag: the champion vers
 # registered-model tag: a promotion or rollback that recorded its intent and has not marked itself done (JSON)
 PENDING = "rubricrl.pending"
 ROWS = "eval/responses.jsonl"  # the registering run's per-task eval rows (id, part, total, strict)
+BASE_ROWS = "eval/base/responses.jsonl"  # ... and the base model's, the first candidate's task evidence
 REPORT = Path("outputs/registry/promotion.md")
 DECISIONS = Path("outputs/registry/decisions.json")  # every promotion decision of the last run (the run report shows them)
 TASK_METRIC = "field_accuracy"
@@ -86,6 +88,7 @@ class Candidate:
     general_note: str = "not scored on the general suites"
     exports: dict[str, dict] = field(default_factory=dict)
     hf_tokens_per_s: float | None = None
+    base_rows: Path | None = None  # the base model's eval rows on (a subset of) the same tasks
 
 
 class RegistryError(RubricRLError):
@@ -211,6 +214,9 @@ def register(params, candidate: Candidate, rubric_gate: list[str], params_file: 
         # Every registration logs the eval rows it tags (a promotion pairs them); only new weights log a model.
         with tracking.stage_run(cfg, f"register-{c.name}", {"registry": params.registry.model_dump()}) as run:
             run.log_artifact(c.rows, "eval")
+            if c.base_rows is not None and c.base_rows.exists():
+                run.log_artifact(c.base_rows, "eval/base")
+                tags["eval.base_rows"] = BASE_ROWS
             tags["registering_run"] = mlflow.active_run().info.run_id
             if found:
                 version = str(max(found, key=lambda v: int(v.version)).version)
@@ -300,14 +306,15 @@ def _requirements() -> list[str]:
     return [f"{p}=={version(p)}" for p in ("torch", "transformers", "tokenizers", "safetensors", "accelerate")]
 
 
-def _rows(c, mv) -> tuple[list[dict], str | None]:
-    """Per-task eval rows of a version and the md5 of the test file they came from."""
+def _rows(c, mv, artifact: str = ROWS) -> tuple[list[dict], str | None]:
+    """Per-task eval rows of a version (or, artifact BASE_ROWS, the base model's logged with it) and the md5 of
+    the test file they came from."""
     import mlflow
 
     run = mv.tags.get("registering_run")
-    if not run:
+    if not run or (artifact == BASE_ROWS and not mv.tags.get("eval.base_rows")):
         return [], None
-    path = mlflow.artifacts.download_artifacts(run_id=run, artifact_path=ROWS)
+    path = mlflow.artifacts.download_artifacts(run_id=run, artifact_path=artifact)
     rows = read_jsonl(path)
     return rows, mv.tags.get("eval.test_md5")
 
@@ -323,30 +330,51 @@ def _tag_gate(mv, tag: str, what: str) -> Gate:
 
 
 def task_gate(c, challenger, champion, params) -> Gate:
-    """Challenger's strict field accuracy minus champion's, paired by task, decided on its 95% interval: a policy
-    must be shown better (superiority over registry.task_margin), the student not worse by more than
-    registry.student_margin (non-inferiority). Inconclusive (the interval straddles the margin) does not pass."""
+    """Challenger's strict field accuracy minus the reference's, paired by task, decided on its 95% interval
+    (rubricrl.metrics.decide). The reference is the champion, or for the first candidate the base model (its rows
+    logged at registration): a policy must be shown better (superiority over registry.task_margin), the student
+    not worse than the champion by more than registry.student_margin (non-inferiority; the first candidate, student
+    or not, must beat the base model). Pooled over parts, and no part (in-domain, held-out domain) may regress:
+    a part whose interval lies below -registry.part_margin fails the gate whatever the pool says. Inconclusive (an
+    interval straddling its margin) does not pass."""
     from rubricrl.metrics.compare import paired_comparisons
     from rubricrl.metrics.decide import decide
 
-    if champion is None:
-        return Gate("task", True, "no champion yet: the first candidate through the other gates becomes champion")
-    if str(champion.version) == str(challenger.version):
+    if champion is not None and str(champion.version) == str(challenger.version):
         return Gate("task", True, f"challenger is champion (version {champion.version})")
-    (rows_a, test_a), (rows_b, test_b) = _rows(c, challenger), _rows(c, champion)
+    rows_a, test_a = _rows(c, challenger)
+    if champion is None:
+        against, reference = "base", "the base model"
+        rows_b, test_b = _rows(c, challenger, BASE_ROWS)
+        if not rows_b:
+            return Gate("task", False, f"first candidate (version {challenger.version}): no base-model eval rows "
+                                       f"were registered with it, so nothing shows it beats the base model: re-run "
+                                       f"the eval_task stage (it evaluates base) and the registry step",
+                        "inconclusive")
+    else:
+        against, reference = "champion", f"champion version {champion.version}"
+        rows_b, test_b = _rows(c, champion)
     if not rows_a or not rows_b or test_a != test_b:
-        return Gate("task", False, f"versions {challenger.version} and {champion.version} were not evaluated on the "
+        return Gate("task", False, f"version {challenger.version} and {reference} were not evaluated on the "
                                    f"same test tasks (test md5 {test_a} vs {test_b}): re-run the eval_task stage "
                                    f"with the champion's split, or compare by hand", "inconclusive")
-    paired = paired_comparisons({"champion": rows_b, "challenger": rows_a}, n_resamples=params.eval.n_boot)
-    row = next((r for r in paired if r["part"] == "all" and r["metric"] == TASK_METRIC), None)
-    if row is None or row["diff"] is None:
-        return Gate("task", False, "no paired tasks with gold fields in common", "inconclusive")
-    student = challenger.tags.get("stage") == STUDENT
-    d = decide(row, "noninferiority" if student else "superiority",
+    paired = [r for r in paired_comparisons({against: rows_b, "challenger": rows_a}, n_resamples=params.eval.n_boot)
+              if r["metric"] == TASK_METRIC and r["diff"] is not None]
+    pooled = next((r for r in paired if r["part"] == "all"), None)
+    if pooled is None:
+        return Gate("task", False, f"no paired tasks with gold fields in common with {reference}", "inconclusive")
+    student = challenger.tags.get("stage") == STUDENT and champion is not None
+    d = decide(pooled, "noninferiority" if student else "superiority",
                params.registry.student_margin if student else params.registry.task_margin)
-    return Gate("task", d.passed, f"{TASK_METRIC} challenger {row['a']:.3f} vs champion {row['b']:.3f}: {d.line}",
-                "inconclusive" if d.outcome == "uninformative" else d.outcome)
+    outcome, lines = d.outcome, [f"{TASK_METRIC} challenger {pooled['a']:.3f} vs {against} {pooled['b']:.3f}: {d.line}"]
+    parts = [r for r in paired if r["part"] != "all"]
+    for r in parts if len(parts) > 1 else []:
+        p = decide(r, "noninferiority", params.registry.part_margin)
+        lines.append(f"part {r['part']}: {p.line}")
+        if p.outcome == "fail":
+            outcome = "fail"
+    outcome = "inconclusive" if outcome == "uninformative" else outcome
+    return Gate("task", outcome == "pass", "; ".join(lines), outcome)
 
 
 def export_gate(mv) -> Gate:

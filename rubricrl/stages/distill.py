@@ -148,7 +148,8 @@ def run(params: Params) -> DistillResult:
     # initial student, GKD's checkpoints and the students' eval answers (rubricrl.core.resume).
     resume = ResumeDir("distill", cfg.model_dump(mode="json"), params.data.seed, resolve_engine(cfg.engine),
                        [t.id for t in pool], [t.id for t in tests], tracking.weights_digest(TEACHER),
-                       params.general.model_dump(mode="json") if cfg.general else None)
+                       params.general.model_dump(mode="json") if cfg.general else None,
+                       params.eval.max_new_tokens)
     with tracking.stage_run(params.tracking, "distill", {"distill": cfg.model_dump()}) as run:
         init = resume.folder("student_init")
         # The teacher's answers, once; the conversations GKD trains on.
@@ -197,9 +198,11 @@ def run(params: Params) -> DistillResult:
         del teacher, student
         by_model = {}
         for name, model_dir in (("student before", init), ("student after", Path(PATHS.student))):
+            # the eval's budget: the teacher's rows (and the champion's) were answered with it, so the paired gate
+            # compares models, not token limits (distill.max_new_tokens is the teacher's training answers')
             responses, _ = generate_journaled(model_dir, tests, resume.journal(f"eval-{name.replace(' ', '-')}"),
                                               cfg.save_every, batch_size=cfg.batch_eval,
-                                              max_new_tokens=cfg.max_new_tokens, desc=f"eval {name}",
+                                              max_new_tokens=params.eval.max_new_tokens, desc=f"eval {name}",
                                               engine=cfg.engine)
             metrics = evaluate_responses(tests, responses, scorer)
             by_model[name] = numbers(metrics)

@@ -188,7 +188,8 @@ def test_comparison_report_gives_paired_differences(hand, scorer):
     inv = next(r for r in paired if (r["model"], r["vs"], r["part"], r["metric"]) == ("sft", "base", "all", "invented_rate"))
     assert inv["diff"] == pytest.approx(-1 / 5)
     big = next(r for r in paired if (r["model"], r["vs"], r["part"], r["metric"]) == ("grpo", "base", "all", "field_accuracy"))
-    assert big["diff"] == pytest.approx(7 / 15) and big["ci"][0] > 0
+    # five tasks: the interval brackets the gain but cannot exclude 0 (a 97.5% bound robust to a rare large drop)
+    assert big["diff"] == pytest.approx(7 / 15) and big["ci"][0] < 0 < big["diff"] < big["ci"][1]
     assert {(r["model"], r["vs"]) for r in paired} == {("sft", "base"), ("grpo", "base"), ("grpo", "sft")}
     assert {r["part"] for r in paired} == {"all", "in_domain", "held_out_domain", "val"}
     summary = {k: {"all": m["all"], **m["parts"]} for k, m in runs.items()}

@@ -39,9 +39,10 @@ def test_every_suite_runs_on_a_tiny_model_and_compares_paired(tmp_path):
     assert f"humaneval sandbox: {base['humaneval']['summary']['sandbox']}." in text  # its mechanisms on this host
 
 
-def _row(suite, diff, model="grpo"):
-    return {"model": model, "suite": suite, "diff": diff, "ci": [diff - 0.1, diff + 0.1], "p": 0.04, "n": 16,
-            "a": 0.5, "b": 0.5 - diff}
+def _row(suite, diff, model="grpo", n=400):
+    """A paired row with a powered n (decide refuses a pass an equal model would rarely get)."""
+    return {"model": model, "suite": suite, "diff": diff, "ci": [diff - 0.1, diff + 0.1], "p": 0.04, "n": n,
+            "sd": 0.1, "a": 0.5, "b": 0.5 - diff}
 
 
 def test_gate_fails_on_a_drop_beyond_the_tolerance_and_names_the_suite():
@@ -53,9 +54,12 @@ def test_gate_fails_on_a_drop_beyond_the_tolerance_and_names_the_suite():
     assert len(g["grpo"]["failures"]) == 1 and g["grpo"]["failures"][0].startswith("qa: fail: -0.250")
     assert {s: d["outcome"] for s, d in g["grpo"]["decisions"].items()} == {
         "ifeval": "pass", "humaneval": "pass", "qa": "fail", "perplexity": "pass"}
-    assert "n=16" in g["grpo"]["decisions"]["qa"]["line"]
+    assert "n=400" in g["grpo"]["decisions"]["qa"]["line"]
     # the interval's lower bound exactly at -tolerance passes
     assert gate([_row("qa", 0.0)], tol, ["grpo"])["grpo"]["outcome"] == "pass"
+    # the same interval on 16 items: an equal model would pass too rarely there, so it decides nothing
+    small = gate([_row("qa", 0.0, n=16)], tol, ["grpo"])["grpo"]
+    assert small["outcome"] == "inconclusive" and "underpowered" in small["decisions"]["qa"]["line"]
 
 
 def test_a_drop_the_interval_cannot_rule_out_is_inconclusive_not_a_pass():

@@ -3,19 +3,21 @@
 import numpy as np
 import pytest
 
-from rubricrl.metrics.decide import combine, decide
+from scipy import stats
+
+from rubricrl.metrics.decide import MIN_N, POWER, against_margin, combine, decide
 from rubricrl.metrics.paired import min_detectable, paired_difference
 
 
-def row(lo, hi, a=0.5, b=0.5, n=40, mde=0.1):
-    return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci": [lo, hi], "p": 0.5, "n": n, "mde": mde}
+def row(lo, hi, a=0.5, b=0.5, n=400, sd=0.1):
+    return {"a": a, "b": b, "diff": (lo + hi) / 2, "ci": [lo, hi], "p": 0.5, "n": n, "sd": sd, "mde": 0.1}
 
 
 @pytest.mark.parametrize("lo, hi, outcome", [(-0.04, 0.06, "pass"), (-0.30, -0.12, "fail"), (-0.15, 0.05, "inconclusive")])
 def test_non_inferiority_has_three_outcomes(lo, hi, outcome):
     d = decide(row(lo, hi), "noninferiority", 0.1)
     assert d.outcome == outcome and d.passed == (outcome == "pass")
-    assert "n=40, MDE 0.100" in d.line and "lower bound >= -0.1" in d.line
+    assert "n=400, MDE 0.044, power 1.00" in d.line and "lower bound >= -0.1" in d.line
 
 
 @pytest.mark.parametrize("lo, hi, outcome", [(0.02, 0.10, "pass"), (-0.08, -0.01, "fail"), (-0.01, 0.09, "inconclusive")])
@@ -35,8 +37,10 @@ def test_an_equal_challenger_that_the_old_mean_rule_promoted_is_inconclusive():
 def test_models_at_the_floor_or_ceiling_are_uninformative():
     assert decide(row(0.0, 0.0, a=0.0, b=0.0), "noninferiority", 0.1).outcome == "uninformative"
     assert decide(row(0.0, 0.0, a=1.0, b=1.0), "noninferiority", 0.1).outcome == "uninformative"
-    # perplexity has no floor: equal scores are a pass there
-    assert decide(row(0.0, 0.0, a=2.5, b=2.5), "noninferiority", 0.1, floor=None, ceiling=None).outcome == "pass"
+    # perplexity has no floor, but equal scores on every item are a degenerate interval: inconclusive
+    assert decide(row(0.0, 0.0, a=2.5, b=2.5, sd=0.0), "noninferiority", 0.1, floor=None,
+                  ceiling=None).outcome == "inconclusive"
+    assert decide(row(-0.01, 0.01, a=2.5, b=2.5), "noninferiority", 0.1, floor=None, ceiling=None).passed
     assert combine(["pass", "uninformative"]) == "inconclusive"
     assert combine(["pass", "inconclusive", "fail"]) == "fail" and combine(["pass", "pass"]) == "pass"
 
@@ -57,3 +61,39 @@ def test_the_minimum_detectable_difference_follows_the_normal_approximation():
     assert paired_difference(a, b)["mde"] == pytest.approx(want, rel=1e-5)
     # identical models: the independent-samples bound stands in; constant scores: nothing to detect
     assert paired_difference(a, a)["mde"] > 0 and min_detectable(np.ones(5), np.ones(5), np.ones(5)) is None
+
+
+def test_degenerate_intervals_are_inconclusive():
+    """One identical pair used to be [0, 0] and passed; a zero-width interval or n below MIN_N decides nothing."""
+    one = paired_difference([0.5], [0.5])
+    assert decide(one, "noninferiority", 0.1).outcome == "inconclusive"
+    flat = decide(row(0.0, 0.0, a=0.4, b=0.4), "noninferiority", 0.1)
+    assert flat.outcome == "inconclusive" and "degenerate" in flat.line
+    few = decide(row(-0.01, 0.01, n=MIN_N - 1), "noninferiority", 0.1)
+    assert few.outcome == "inconclusive" and f"below the minimum of {MIN_N}" in few.line
+    # identical answers on 16 items: the score interval is wide and the gate cannot decide
+    sixteen = paired_difference(np.r_[np.ones(8), np.zeros(8)], np.r_[np.ones(8), np.zeros(8)])
+    assert decide(sixteen, "noninferiority", 0.1).outcome == "inconclusive"
+
+
+def test_an_underpowered_pass_is_refused_and_says_why():
+    """The interval clears -margin, but at this n an equal model would pass less than POWER of the time."""
+    r = row(-0.09, 0.25, n=30, sd=0.4)
+    d = decide(r, "noninferiority", 0.1)
+    assert d.outcome == "inconclusive" and d.power < POWER and d.mde > 0.1
+    assert "underpowered: an equal model passes with probability" in d.line
+    assert decide({**r, "n": 3000}, "noninferiority", 0.1).passed  # the same spread on 100x the items
+    # superiority has no such refusal: clearing +margin is itself the evidence
+    assert decide(row(0.11, 0.4, n=30, sd=0.4), "superiority", 0.1).passed
+
+
+def test_power_against_the_margin_follows_the_score_tests_variance():
+    n, sd, m = 100, 0.3, 0.1
+    sigma = np.sqrt((1 - m) * (sd ** 2 + m))
+    crit = stats.t.ppf(0.975, n - 1)
+    mde, power = against_margin({"n": n, "sd": sd}, m, 1.0)
+    assert mde == pytest.approx((crit + stats.norm.ppf(0.8)) * sigma / 10)
+    assert power == pytest.approx(stats.norm.cdf(m * 10 / sigma - crit))
+    # a rate on 0-5 scales with it
+    assert against_margin({"n": n, "sd": 5 * sd}, 5 * m, 5.0) == (pytest.approx(5 * mde), pytest.approx(power))
+    assert against_margin({"n": 1, "sd": None}, m, 1.0) == (None, None)

@@ -1,7 +1,8 @@
-"""Paired comparison of two models: ratio difference, bootstrap CI, sign-flip permutation p."""
+"""Paired comparison of two models: ratio difference, score interval, sign-flip permutation p."""
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from rubricrl.metrics.paired import describe, paired_difference
 
@@ -25,19 +26,40 @@ def test_known_shift_is_detected():
     assert rev["ci"][1] < 0 and rev["p"] < 0.05
 
 
-def test_identical_inputs():
+def test_identical_inputs_bound_the_difference_only_as_tightly_as_n_allows():
+    """Six identical answers are not a [0, 0] interval: the score interval of no change at n is
+    +-c^2 / (n + c^2) with c the t quantile (the Wilson interval's half-width at a proportion of 0)."""
     x = np.array([1, 0, 1, 1, 0, 0.5])
     res = paired_difference(x, x.copy())
-    assert res == {"a": pytest.approx(x.mean()), "b": pytest.approx(x.mean()), "diff": 0.0,
-                   "ci": [0.0, 0.0], "p": 1.0, "n": 6, "mde": pytest.approx(res["mde"])}
+    c2 = stats.t.ppf(0.975, 5) ** 2
+    assert res == {"a": pytest.approx(x.mean()), "b": pytest.approx(x.mean()), "diff": 0.0, "sd": 0.0,
+                   "ci": [pytest.approx(-c2 / (6 + c2)), pytest.approx(c2 / (6 + c2))], "p": 1.0, "n": 6,
+                   "mde": pytest.approx(res["mde"])}
+    # twenty times the tasks: a much tighter interval, still not degenerate
+    wide = paired_difference(np.tile(x, 20), np.tile(x, 20))["ci"]
+    assert 0 < wide[1] < res["ci"][1] / 10
+
+
+def test_bounds_scale_the_interval_and_are_checked():
+    a, b = np.array([3.0, 1, 4, 2, 5, 0]), np.array([2.0, 1, 4, 1, 5, 1])
+    unit = paired_difference(a / 5, b / 5)
+    five = paired_difference(a, b, bounds=(0.0, 5.0))
+    assert five["ci"] == [pytest.approx(5 * unit["ci"][0]), pytest.approx(5 * unit["ci"][1])]
+    with pytest.raises(ValueError, match=r"num_a\[0\] / den = 3 is outside bounds \(0.0, 1.0\)"):
+        paired_difference(a, b)
+    # unbounded (perplexity): a t interval on the observed spread, none when nothing varies
+    free = paired_difference(a, b, bounds=None)
+    assert free["ci"][0] < free["diff"] < free["ci"][1]
+    assert paired_difference(a, a, bounds=None)["ci"] is None
 
 
 def test_noise_without_shift_is_not_significant():
     rng = np.random.default_rng(7)
     b = rng.binomial(1, 0.6, size=200).astype(float)
-    d = np.zeros(200)
-    d[rng.choice(200, size=40, replace=False)] = rng.choice([-1.0, 1.0], size=40)  # random signs
-    a = b + d
+    a = b.copy()
+    flip = rng.choice(200, size=40, replace=False)
+    a[flip] = 1 - b[flip]  # 40 answers change, each way as the reference's answer falls
+    d = a - b
     res = paired_difference(a, b, n_resamples=1000, seed=3)
     assert res["diff"] == pytest.approx(d.sum() / 200) and res["diff"] != 0
     assert res["p"] > 0.05
@@ -51,8 +73,8 @@ def test_deterministic_for_a_seed():
     first = paired_difference(a, b, den, n_resamples=500, seed=5)
     assert paired_difference(a, b, den, n_resamples=500, seed=5) == first
     other = paired_difference(a, b, den, n_resamples=500, seed=6)
-    assert other["diff"] == first["diff"]
-    assert other["ci"] != first["ci"]
+    assert other["diff"] == first["diff"] and other["ci"] == first["ci"]  # the interval draws nothing
+    assert other["p"] != first["p"]
 
 
 def test_ratio_metric_with_unequal_denominators():
@@ -88,11 +110,12 @@ def test_zero_denominator_tasks_are_left_out():
 
 
 @pytest.mark.parametrize("num_a,num_b,den,expected", [
-    ([], [], None, {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0, "mde": None}),
-    ([0, 0], [0, 0], [0, 0], {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0, "mde": None}),
-    ([1], [0], None, {"a": 1.0, "b": 0.0, "diff": 1.0, "ci": None, "p": None, "n": 1, "mde": None}),
-    ([2], [1], [4], {"a": 0.5, "b": 0.25, "diff": 0.25, "ci": None, "p": None, "n": 1, "mde": None}),
-    ([1], [1], None, {"a": 1.0, "b": 1.0, "diff": 0.0, "ci": [0.0, 0.0], "p": 1.0, "n": 1, "mde": None}),
+    ([], [], None, {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0, "sd": None, "mde": None}),
+    ([0, 0], [0, 0], [0, 0], {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0, "sd": None, "mde": None}),
+    ([1], [0], None, {"a": 1.0, "b": 0.0, "diff": 1.0, "ci": None, "p": None, "n": 1, "sd": None, "mde": None}),
+    ([2], [1], [4], {"a": 0.5, "b": 0.25, "diff": 0.25, "ci": None, "p": None, "n": 1, "sd": None, "mde": None}),
+    # one identical pair: no interval and no p (it used to be [0, 0], p=1, and passed non-inferiority)
+    ([1], [1], None, {"a": 1.0, "b": 1.0, "diff": 0.0, "ci": None, "p": None, "n": 1, "sd": None, "mde": None}),
 ])
 def test_degenerate_inputs(num_a, num_b, den, expected):
     assert paired_difference(num_a, num_b, den) == expected

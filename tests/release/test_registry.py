@@ -15,11 +15,11 @@ from rubricrl.config import load_params
 from rubricrl.inference.models import build_tiny_model
 
 ROOT = Path(__file__).resolve().parents[2]
-N_TASKS = 12
+N_TASKS = 24  # a constant gain of one field in four is shown at 24 tasks (the score interval), not at 12
 
 
-def _rows(right: list[int], fields: int = 4) -> list[dict]:
-    return [{"id": f"t{i}", "part": "in_domain", "total": float(r), "response": "{}",
+def _rows(right: list[int], fields: int = 4, parts: list[str] | None = None) -> list[dict]:
+    return [{"id": f"t{i}", "part": parts[i] if parts else "in_domain", "total": float(r), "response": "{}",
              "strict": {"right": r, "fields": fields, "present": fields, "present_right": r, "null_for_present": 0,
                         "absent": 0, "invented": 0, "exact": int(r == fields)}} for i, r in enumerate(right)]
 
@@ -40,15 +40,15 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "outputs/rubric/rubric.yaml").write_text("name: test\n")
     build_tiny_model(tmp_path / "outputs/models/sft", seed=1)
     build_tiny_model(tmp_path / "outputs/grpo/model", seed=2)
-    set_evals(tmp_path, sft=[2] * N_TASKS, grpo=[3] * N_TASKS)
+    set_evals(tmp_path, base=[0] * N_TASKS, sft=[2] * N_TASKS, grpo=[3] * N_TASKS)
     set_general(tmp_path, {"sft": True, "grpo": True})
     return tmp_path
 
 
-def set_evals(root: Path, **right: list[int]) -> None:
+def set_evals(root: Path, parts: list[str] | None = None, **right: list[int]) -> None:
     models = {}
     for name, r in right.items():
-        rows = _rows(r)
+        rows = _rows(r, parts=parts)
         (root / "outputs/eval" / name).mkdir(parents=True, exist_ok=True)
         (root / "outputs/eval" / name / "responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
         acc = sum(r) / (4 * len(r))
@@ -90,6 +90,39 @@ def test_first_passing_candidate_becomes_champion_with_lineage_tags(project):
     assert "promoted to champion" in (project / registry.REPORT).read_text()
     mv = registry.resolve(params, "rubricrl-extractor@champion")
     assert mv.tags["promotion.decision"] == "champion" and mv.tags["promotion.gate.task"].startswith("pass")
+    assert "vs base 0.000" in mv.tags["promotion.gate.task"] and mv.tags["eval.base_rows"] == registry.BASE_ROWS
+
+
+def test_the_first_candidate_must_beat_the_base_model_on_its_rows(project):
+    """The first champion used to be whoever passed the other gates, with no task evidence at all."""
+    params = load_params(project / "params.yaml")
+    (project / "outputs/eval/base/responses.jsonl").unlink()
+    register(project, "sft")
+    task = next(g for g in registry.promote(params)["gates"] if g["name"] == "task")
+    assert task["outcome"] == "inconclusive" and "no base-model eval rows" in task["detail"]
+    assert "champion" not in aliases(project)
+    set_evals(project, base=[2] * N_TASKS, grpo=[2] * N_TASKS)  # a policy no better than its base
+    register(project, "grpo")
+    d = registry.promote(params)
+    task = next(g for g in d["gates"] if g["name"] == "task")
+    assert not d["promoted"] and task["outcome"] == "inconclusive" and "vs base 0.500" in task["detail"]
+
+
+def test_a_part_shown_to_regress_fails_the_gate_though_the_pool_passes(project):
+    params = load_params(project / "params.yaml")
+    half = 2 * N_TASKS
+    parts = ["in_domain"] * half + ["held_out_domain"] * half
+    set_evals(project, parts=parts, base=[0] * (2 * half), sft=[1] * half + [2] * half)
+    champ = register(project, "sft")
+    assert registry.promote(params)["promoted"]
+    # GRPO: +3 fields of 4 in-domain, -1 held-out: the pool is better, the held-out domain shown worse
+    set_evals(project, parts=parts, grpo=[4] * half + [1] * half)
+    register(project, "grpo")
+    d = registry.promote(params)
+    task = next(g for g in d["gates"] if g["name"] == "task")
+    assert task["detail"].split("; part ")[0].split(": ", 1)[1].startswith("pass")  # pooled: shown better
+    assert task["outcome"] == "fail" and "part held_out_domain: fail: -0.250" in task["detail"]
+    assert not d["promoted"] and aliases(project)["champion"] == champ
 
 
 def test_same_weights_reuse_their_version(project):
@@ -108,19 +141,19 @@ def test_worse_challenger_stays_and_the_failing_gate_is_named(project):
     assert not task["passed"] and "field_accuracy challenger 0.250 vs champion 0.750: fail: -0.500" in task["detail"]
     mv = registry.resolve(params, "rubricrl-extractor@challenger")
     assert mv.tags["promotion.decision"] == "rejected: task fail" and mv.tags["promotion.gate.task"].startswith("fail")
-    assert "n=12, MDE" in task["detail"] and "superiority" in task["detail"]
+    assert "n=24, MDE" in task["detail"] and "superiority" in task["detail"]
 
 
 def test_a_challenger_whose_interval_straddles_the_margin_is_inconclusive_and_stays(project):
     params = load_params(project / "params.yaml")
     champ = register(project, "sft")  # 2 of 4 fields on every task
     registry.promote(params)
-    set_evals(project, grpo=[3, 1, 3, 1, 3, 1, 3, 1, 3, 1, 3, 2])  # +1 field of 48: the old mean rule promoted this
+    set_evals(project, grpo=[3, 1] * 11 + [3, 2])  # +1 field of 96: the old mean rule promoted this
     chal = register(project, "grpo")
     d = registry.promote(params)
     task = next(g for g in d["gates"] if g["name"] == "task")
     assert task["outcome"] == "inconclusive" and not d["promoted"] and aliases(project)["champion"] == champ
-    assert "+0.021" in task["detail"] and "n=12" in task["detail"]
+    assert "+0.010" in task["detail"] and "n=24" in task["detail"]
     assert registry.resolve(params, f"rubricrl-extractor/{chal}").tags["promotion.decision"] == "rejected: task inconclusive"
     assert "**inconclusive**" in (project / registry.REPORT).read_text()
 
@@ -263,10 +296,15 @@ def set_student(root: Path, right: list[int], general_passed: bool | None, gate:
 
 
 def test_the_student_is_a_candidate_with_the_distill_stages_numbers_and_gates(project):
+    # Non-inferiority needs power: identical answers within 0.05 take ~150 tasks, within 0.25 about 20 (decide)
+    text = (project / "params.yaml").read_text()
+    (project / "params.yaml").write_text(text.replace("student_margin: 0.05 ", "student_margin: 0.25 "))
     params = load_params(project / "params.yaml")
+    assert params.registry.student_margin == 0.25
+    set_evals(project, base=[0] * 40, grpo=[3] * 40)
     champ = register(project, "grpo")  # 0.75
     registry.promote(params)
-    set_student(project, [3] * 8, general_passed=None)  # as good on its 8 tasks, but never scored on general suites
+    set_student(project, [3] * 40, general_passed=None)  # as good on its 40 tasks, but never scored on general suites
     student = register(project, "student")
     mv = registry.resolve(params, f"rubricrl-extractor/{student}")
     assert mv.tags["stage"] == "student" and mv.tags["eval.all.field_accuracy"] == "0.7500"
@@ -275,8 +313,8 @@ def test_the_student_is_a_candidate_with_the_distill_stages_numbers_and_gates(pr
     general = next(g for g in d["gates"] if g["name"] == "general")
     assert "not scored on the general suites (distill.general is false)" in general["detail"]
     task = next(g for g in d["gates"] if g["name"] == "task")
-    assert "n=8" in task["detail"]  # paired on the tasks both answered
-    set_student(project, [4] * 8, general_passed=True)
+    assert "n=40" in task["detail"] and "power" in task["detail"]  # paired on the tasks both answered
+    set_student(project, [4] * 40, general_passed=True)
     student = register(project, "student")
     assert registry.resolve(params, f"rubricrl-extractor/{student}").tags["general.qa"] == "0.5000"
     assert registry.promote(params)["promoted"] and aliases(project)["champion"] == student
@@ -339,7 +377,7 @@ def test_the_flow_registers_each_candidate_and_promotes_them_in_training_order(p
 
     monkeypatch.setattr(report, "gate_failures", lambda *a: [])
     (project / "outputs/rubric/report.json").write_text("{}")
-    set_student(project, [0] * 8, general_passed=True)  # the student answers nothing right: passes its own gate
+    set_student(project, [0] * N_TASKS, general_passed=True)  # the student answers nothing right: passes its own gate
     decisions = fr.register_and_promote.fn(str(project))
     assert [(d["stage"], d["promoted"]) for d in decisions] == [("sft", True), ("grpo", True), ("student", False)]
     assert aliases(project) == {"champion": "2", "challenger": "3"}
