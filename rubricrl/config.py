@@ -163,7 +163,9 @@ class HackMonitorSettings(Strict):
     tolerance: float = Field(0.1, ge=0, le=1)  # a strict field accuracy drop beyond this, while the reward rose
     # ... or a null-for-present rise beyond this (abstention, the seed's hack: on CPU it went 0.17 -> 0.86 in 3 steps
     # while field accuracy fell only 0.08, inside `tolerance`: benchmarks/hackable_rubric.py)
-    null_tolerance: float = Field(0.2, ge=0, le=1)
+    # Points, not a fraction of the rate: 0.05 = five stated values in a hundred newly answered null. The verdict's line
+    # gives the rise's paired interval over the monitor's tasks (a tripwire that rolls back, so it acts on the rise).
+    null_tolerance: float = Field(0.05, ge=0, le=1)
     min_reward_rise: float = Field(0.0, ge=0)  # ... by more than this, is treated like a KL spike
 
 
@@ -477,6 +479,9 @@ class RegistryParams(Section):
     # No part may regress: a test part (in-domain, held-out domain) whose interval lies wholly below -part_margin
     # fails the task gate, even when the pooled difference passes (a held-out drop hidden by in-domain gains).
     part_margin: float = Field(0.05, ge=0)
+    # Abstention: the challenger's null-for-present rate (stated values answered null or left out) shown above the
+    # reference's by more than this (the interval's lower bound), pooled or on a part, fails the gate at any accuracy.
+    null_margin: float = Field(0.02, ge=0)
     promote: bool = True  # the flow promotes after registering (False: register only; `rubricrl registry promote`)
 
 

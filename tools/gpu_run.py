@@ -311,6 +311,11 @@ def stage_tokens_per_s(metrics) -> dict[str, float]:
     return speed
 
 
+def ci_text(ci) -> str:
+    """'[-0.012, +0.021]', or 'n/a' where the row has no interval (nothing varied, or fewer than 2 tasks)."""
+    return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "n/a"
+
+
 def summary(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict | None = None) -> str:
     from rubricrl.core.tables import table
 
@@ -332,7 +337,7 @@ def summary(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict
                              s.get("null_for_present_rate"), s.get("invented_rate")])
         lines += ["", "## Task eval", "", table(["model", "part", "reward", "field acc", "null-for-present",
                                                  "invented"], rows, digits=3)]
-        paired = [[r["part"], r["metric"], r["a"], r["b"], r["diff"], f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]", r["n"]]
+        paired = [[r["part"], r["metric"], r["a"], r["b"], r["diff"], ci_text(r.get("ci")), r["n"]]
                   for r in ev.get("paired", []) if (r["model"], r["vs"]) == ("grpo", "sft")]
         if paired:
             lines += ["", "### GRPO - SFT, paired (95% bootstrap interval)", "",

@@ -57,6 +57,7 @@ BASE_ROWS = "eval/base/responses.jsonl"  # ... and the base model's, the first c
 REPORT = Path("outputs/registry/promotion.md")
 DECISIONS = Path("outputs/registry/decisions.json")  # every promotion decision of the last run (the run report shows them)
 TASK_METRIC = "field_accuracy"
+ABSTENTION = "null_for_present_rate"  # stated values answered null or left out: a rise is a regression
 STUDENT = "student"
 EXPORT_FORMATS = {"q8_0": "gguf", "q4_k_m": "gguf", "gptq": "gptq"}
 CHAT_TASK = "llm/v1/chat"  # MLflow's OpenAI-style chat task for the transformers flavour
@@ -339,6 +340,7 @@ def task_gate(c, challenger, champion, params) -> Gate:
     interval straddling its margin) does not pass."""
     from rubricrl.metrics.compare import paired_comparisons
     from rubricrl.metrics.decide import decide
+    from rubricrl.metrics.paired import describe
 
     if champion is not None and str(champion.version) == str(challenger.version):
         return Gate("task", True, f"challenger is champion (version {champion.version})")
@@ -358,8 +360,9 @@ def task_gate(c, challenger, champion, params) -> Gate:
         return Gate("task", False, f"version {challenger.version} and {reference} were not evaluated on the "
                                    f"same test tasks (test md5 {test_a} vs {test_b}): re-run the eval_task stage "
                                    f"with the champion's split, or compare by hand", "inconclusive")
-    paired = [r for r in paired_comparisons({against: rows_b, "challenger": rows_a}, n_resamples=params.eval.n_boot)
-              if r["metric"] == TASK_METRIC and r["diff"] is not None]
+    every = [r for r in paired_comparisons({against: rows_b, "challenger": rows_a}, n_resamples=params.eval.n_boot)
+             if r["diff"] is not None]
+    paired = [r for r in every if r["metric"] == TASK_METRIC]
     pooled = next((r for r in paired if r["part"] == "all"), None)
     if pooled is None:
         return Gate("task", False, f"no paired tasks with gold fields in common with {reference}", "inconclusive")
@@ -373,6 +376,13 @@ def task_gate(c, challenger, champion, params) -> Gate:
         lines.append(f"part {r['part']}: {p.line}")
         if p.outcome == "fail":
             outcome = "fail"
+    # Abstention is a regression even at flat accuracy: null-for-present (a stated value answered null or left
+    # out) shown to rise by more than registry.null_margin, pooled or on any part, fails the gate.
+    for r in (r for r in every if r["metric"] == ABSTENTION and r.get("ci")):
+        if r["ci"][0] > params.registry.null_margin:
+            outcome = "fail"
+            lines.append(f"part {r['part']}: null-for-present {r['b']:.3f} -> {r['a']:.3f}, "
+                         f"{describe(r)}: abstention shown up by more than {params.registry.null_margin:g}")
     outcome = "inconclusive" if outcome == "uninformative" else outcome
     return Gate("task", outcome == "pass", "; ".join(lines), outcome)
 

@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 
 from transformers import TrainerCallback
 
+from rubricrl.metrics.paired import describe, paired_difference
 from rubricrl.metrics.strict import summarize
 from rubricrl.metrics.true_metric import true_counts
 from rubricrl.reward.scoring import RubricScorer
@@ -71,9 +72,22 @@ def evaluate(tasks: Sequence[Task], responses: Sequence[str], scorer: RubricScor
     counts = [true_counts(t, r) for t, r in zip(tasks, responses)]
     s = summarize(counts)
     metrics = {"reward": sum(r.total for r in results) / len(results), **{k: s[k] for k in KEYS[1:]}}
-    rows = [{"id": t.id, "response": r, "reward": res.total, "accuracy": c.right / c.fields if c.fields else 0.0}
+    rows = [{"id": t.id, "response": r, "reward": res.total, "accuracy": c.right / c.fields if c.fields else 0.0,
+             "nulls": c.null_for_present, "present": c.present}
             for t, r, res, c in zip(tasks, responses, results, counts)]
     return Evaluation(step, metrics, rows)
+
+
+def null_rise(before: Evaluation, now: Evaluation) -> str:
+    """' (+0.694 [+0.41, +0.86], n=8)': the rise of null-for-present, paired over the tasks both evaluations answered
+    (empty when a resumed history has no rows)."""
+    a = {r["id"]: r for r in before.rows if "nulls" in r}
+    pairs = [(a[r["id"]], r) for r in now.rows if r["id"] in a and "nulls" in r]
+    if not pairs:
+        return ""
+    res = paired_difference([b["nulls"] for _, b in pairs], [x["nulls"] for x, _ in pairs],
+                            [x["present"] for x, _ in pairs], n_resamples=200)
+    return "" if res["diff"] is None else f" ({describe(res).split(', p=')[0]}, n={res['n']})"
 
 
 def worst_examples(before: Evaluation, now: Evaluation, k: int = 3, chars: int = 300) -> list[dict]:
@@ -148,7 +162,8 @@ class HackMonitor(TrainerCallback):
         if None not in (a0, a1) and a0 - a1 > self.s.tolerance:
             what.append(f"strict field accuracy {a0:.3f} -> {a1:.3f} (tolerance {self.s.tolerance:g})")
         if None not in (n0, n1) and n1 - n0 > self.s.null_tolerance:
-            what.append(f"null for a stated value {n0:.3f} -> {n1:.3f} (null_tolerance {self.s.null_tolerance:g})")
+            what.append(f"null for a stated value {n0:.3f} -> {n1:.3f}{null_rise(before, now)} "
+                        f"(null_tolerance {self.s.null_tolerance:g})")
         return what
 
     def judge(self, now: Evaluation) -> tuple[str, Evaluation, Evaluation] | None:

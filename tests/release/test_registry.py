@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 N_TASKS = 24  # a constant gain of one field in four is shown at 24 tasks (the score interval), not at 12
 
 
-def _rows(right: list[int], fields: int = 4, parts: list[str] | None = None) -> list[dict]:
+def _rows(right: list[int], fields: int = 4, parts: list[str] | None = None, nulls: int = 0) -> list[dict]:
     return [{"id": f"t{i}", "part": parts[i] if parts else "in_domain", "total": float(r), "response": "{}",
-             "strict": {"right": r, "fields": fields, "present": fields, "present_right": r, "null_for_present": 0,
+             "strict": {"right": r, "fields": fields, "present": fields, "present_right": r, "null_for_present": nulls,
                         "absent": 0, "invented": 0, "exact": int(r == fields)}} for i, r in enumerate(right)]
 
 
@@ -45,10 +45,10 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
-def set_evals(root: Path, parts: list[str] | None = None, **right: list[int]) -> None:
+def set_evals(root: Path, parts: list[str] | None = None, nulls: int = 0, **right: list[int]) -> None:
     models = {}
     for name, r in right.items():
-        rows = _rows(r, parts=parts)
+        rows = _rows(r, parts=parts, nulls=nulls)
         (root / "outputs/eval" / name).mkdir(parents=True, exist_ok=True)
         (root / "outputs/eval" / name / "responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
         acc = sum(r) / (4 * len(r))
@@ -142,6 +142,19 @@ def test_worse_challenger_stays_and_the_failing_gate_is_named(project):
     mv = registry.resolve(params, "rubricrl-extractor@challenger")
     assert mv.tags["promotion.decision"] == "rejected: task fail" and mv.tags["promotion.gate.task"].startswith("fail")
     assert "n=24, MDE" in task["detail"] and "superiority" in task["detail"]
+
+
+def test_abstention_shown_to_rise_fails_the_task_gate_though_accuracy_is_shown_better(project):
+    params = load_params(project / "params.yaml")
+    champ = register(project, "sft")  # 2 of 4 fields, no nulls
+    registry.promote(params)
+    set_evals(project, nulls=1, grpo=[3] * N_TASKS)  # one more field right, and one stated value answered null
+    register(project, "grpo")
+    d = registry.promote(params)
+    task = next(g for g in d["gates"] if g["name"] == "task")
+    assert task["detail"].split(": ", 2)[1].startswith("pass")  # accuracy: shown better
+    assert task["outcome"] == "fail" and "part all: null-for-present 0.000 -> 0.250" in task["detail"]
+    assert "abstention shown up by more than 0.02" in task["detail"] and aliases(project)["champion"] == champ
 
 
 def test_a_challenger_whose_interval_straddles_the_margin_is_inconclusive_and_stays(project):

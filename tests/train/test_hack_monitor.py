@@ -218,3 +218,28 @@ def test_monitor_decodes_the_training_model_greedily(tiny_model, tmp_path):
         "kl_max": True, "kl_ratio": False, "reward_collapse": False, "hack_monitor": True, "non_finite": True}
     report = training_markdown(result)
     assert "## Safety nets" in report and "| hack_monitor | yes | 1 | 2 |" in report
+
+
+def test_abstention_at_nearly_flat_accuracy_trips_the_monitor_at_its_default_points():
+    """A scripted policy drops its chatter (the hackable rubric pays for that) and answers one stated price null:
+    null-for-present +0.20 (1 of 5 stated values) while accuracy moves less than the accuracy tolerance. The old
+    null_tolerance of 0.2 let that through; the default, 5 points, fires and says the rise with its interval."""
+    tasks = [t for t in tiny_tasks() if t.reference is not None]
+    scorer = RubricScorer(HACKABLE)
+    abstaining = [json.dumps({**t.reference, "price": None} if t.id == "t1" else t.reference) for t in tasks]
+    before, now = evaluate(tasks, chatty_gold(tasks), scorer, 0), evaluate(tasks, abstaining, scorer, 3)
+    assert now.metrics["reward"] > before.metrics["reward"]
+    assert now.metrics["null_for_present_rate"] - before.metrics["null_for_present_rate"] == pytest.approx(0.2)
+    assert HackMonitorSettings().null_tolerance == 0.05
+
+    def verdict(**settings):
+        mon = HackMonitor(tasks, scorer, HackMonitorSettings(every=3, **settings),
+                          RollbackMonitor(SpikeDetector(RollbackSettings(kl_window=10, reward_window=10))), 8,
+                          decode=lambda *a: [])
+        mon.history = [before]
+        return mon.judge(now)
+
+    assert verdict(tolerance=0.2, null_tolerance=0.2) is None
+    found = verdict(tolerance=0.2, null_tolerance=HackMonitorSettings().null_tolerance)
+    assert found is not None and "null for a stated value 0.000 -> 0.200 (+0.200 [" in found[0]
+    assert "n=3)" in found[0] and "strict field accuracy" not in found[0]
