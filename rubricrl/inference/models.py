@@ -111,13 +111,15 @@ def gguf_parsed_once() -> Iterator[None]:
     transformers parses the file again for the tokenizer, the config and the weights (~9 s each for SmolLM2 on
     2 cores, mostly its 49k-token vocabulary) and rebuilds the name map for every module it walks (397 times,
     ~12 s); both are pure functions of their arguments, so caching them changes nothing but the time
-    (prepare_model: 45 -> 17 s)."""
+    (prepare_model: 45 -> 17 s; with reader_class's parse prepare_policy took 14.9 -> 11.6 s)."""
     import functools
 
     import gguf
 
+    from rubricrl.inference.conversion import reader_class
+
     saved = gguf.GGUFReader, gguf.get_tensor_name_map
-    gguf.GGUFReader = functools.lru_cache(maxsize=2)(saved[0])
+    gguf.GGUFReader = functools.lru_cache(maxsize=2)(reader_class())  # its faster parse, the same fields
     gguf.get_tensor_name_map = functools.lru_cache(maxsize=8)(saved[1])
     try:
         yield

@@ -195,13 +195,12 @@ def check_weights(path: str | Path, reference: str | Path, max_row_error: float 
     with its shape, and each checked row dequantized (gguf-py) within `max_row_error`. Raises ExportError naming
     the file and the tensor; returns the worst row error and its tensor."""
     import numpy as np
-    from gguf import GGUFReader
     from gguf.quants import dequantize
 
     path, reference = Path(path), Path(reference)
     try:
-        ours = {t.name: t for t in GGUFReader(str(path)).tensors}
-        ref = {t.name: t for t in GGUFReader(str(reference)).tensors}
+        ours = {t.name: t for t in conversion.read_gguf(path).tensors}
+        ref = {t.name: t for t in conversion.read_gguf(reference).tensors}
     except Exception as err:  # noqa: BLE001 - any parse failure means the file is unusable
         raise ExportError(f"{path}: verification failed: unreadable GGUF ({type(err).__name__}: {err})") from None
     if ours.keys() != ref.keys():

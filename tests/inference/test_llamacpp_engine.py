@@ -86,6 +86,31 @@ def test_a_truncated_or_foreign_file_fails_with_a_clear_error(smol_tiny, tmp_pat
         conversion.check_gguf(other)
 
 
+def test_a_gguf_is_parsed_once_per_version_and_a_rewritten_one_again(smol_tiny, tmp_path):
+    """The reader parses what gguf's GGUFReader does, field by field and tensor by tensor. read_gguf keys on the file's inode, size and mtime: a rename into place hits, a rewrite misses, so a check
+    never passes on a parse of what was there before."""
+    import numpy as np
+    from gguf import GGUFReader
+
+    good = conversion.gguf_for(smol_tiny)
+    fast, stock = conversion.reader_class()(str(good)), GGUFReader(str(good))  # the faster parse reads the same
+    assert list(fast.fields) == list(stock.fields) and fast.data_offset == stock.data_offset
+    for name, field in stock.fields.items():
+        assert field.types == fast.fields[name].types and all(
+            np.array_equal(a, b) for a, b in zip(field.parts, fast.fields[name].parts, strict=True)), name
+    assert [(t.name, t.tensor_type, list(t.shape), t.data_offset) for t in fast.tensors] == [
+        (t.name, t.tensor_type, list(t.shape), t.data_offset) for t in stock.tensors]
+    assert all(np.array_equal(a.data, b.data) for a, b in zip(fast.tensors, stock.tensors, strict=True))
+    copy = tmp_path / ".copy.tmp"
+    copy.write_bytes(good.read_bytes())
+    first = conversion.read_gguf(copy)
+    moved = copy.rename(tmp_path / "copy.gguf")
+    assert conversion.read_gguf(moved) is first
+    moved.write_bytes(good.read_bytes()[: good.stat().st_size // 3])
+    with pytest.raises(conversion.EngineError, match="copy.gguf: unreadable GGUF"):
+        conversion.check_gguf(moved)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", ["cut short", "zeroed", "no record"])
 def test_a_damaged_cached_gguf_is_rebuilt_not_served(smol_tiny, capsys, damage):
