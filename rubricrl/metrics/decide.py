@@ -97,6 +97,26 @@ def against_margin(row: dict, margin: float, width: float | None,
     return (crit + float(stats.norm.ppf(POWER))) * sigma / root_n, float(stats.norm.cdf(margin * root_n / sigma - crit))
 
 
+def required_n(margin: float, width: float | None, sd: float = 0.0, power: float = POWER,
+               max_n: int = 1_000_000) -> int | None:
+    """The fewest paired items (at least MIN_N) at which a model equal to its reference passes non-inferiority at
+    `margin` with probability `power` (against_margin), for a per-item spread `sd`; sd 0 (identical answers) is the
+    best case a suite can have. None when no n up to max_n does (or nothing varies: unbounded with sd 0)."""
+    def ok(n: int) -> bool:
+        p = against_margin({"n": n, "sd": sd}, margin, width)[1]
+        return p is not None and p >= power
+
+    if margin <= 0 or not ok(max_n):
+        return None
+    lo, hi = MIN_N, max_n  # power rises with n: bisect for the first n that reaches it
+    if ok(lo):
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
 def decide(row: dict, test: Test, margin: float, *, floor: float | None = 0.0,
            ceiling: float | None = 1.0, min_n: int = MIN_N) -> Decision:
     """The outcome of one paired comparison row ({"a", "b", "diff", "ci", "n", "sd", ...}; module doc)."""

@@ -5,7 +5,7 @@ import pytest
 
 from scipy import stats
 
-from rubricrl.metrics.decide import MIN_N, POWER, against_margin, combine, decide
+from rubricrl.metrics.decide import MIN_N, POWER, against_margin, combine, decide, required_n
 from rubricrl.metrics.paired import min_detectable, paired_difference
 
 
@@ -97,3 +97,21 @@ def test_power_against_the_margin_follows_the_score_tests_variance():
     # a rate on 0-5 scales with it
     assert against_margin({"n": n, "sd": 5 * sd}, 5 * m, 5.0) == (pytest.approx(5 * mde), pytest.approx(power))
     assert against_margin({"n": 1, "sd": None}, m, 1.0) == (None, None)
+
+
+def test_the_required_size_is_the_first_n_whose_equal_model_passes_with_the_power():
+    """Identical answers (sd 0), the best case: 73 items for margin 0.10, 151 for 0.05, so the CPU default's IFEval
+    16 cannot pass at all; more spread needs more; no margin, or an unbounded metric that never varies, never."""
+    n10, n05 = required_n(0.10, 1.0), required_n(0.05, 1.0)
+    assert (n10, n05) == (73, 151)
+    for n, m in ((n10, 0.10), (n05, 0.05)):
+        at, below = (against_margin({"n": k, "sd": 0.0}, m, 1.0)[1] for k in (n, n - 1))
+        assert at >= POWER > below
+    assert required_n(0.10, 1.0, sd=0.3) > n10
+    k = required_n(0.10, None, sd=0.2)  # unbounded (perplexity): the observed spread alone, about (2.8 x 2)^2
+    assert 28 <= k <= 36 and against_margin({"n": k, "sd": 0.2}, 0.10, None)[1] >= POWER > against_margin(
+        {"n": k - 1, "sd": 0.2}, 0.10, None)[1]
+    assert required_n(0.0, 1.0) is None and required_n(0.1, None, sd=0.0) is None
+    assert required_n(0.9, 1.0) == MIN_N  # never below the minimum
+    row = {"n": 16, "sd": 0.0, "ci": [-0.25, 0.25], "diff": 0.0, "a": 0.5, "b": 0.5}
+    assert decide(row, "noninferiority", 0.10).outcome == "inconclusive"  # n=16 < 73: refused as underpowered
