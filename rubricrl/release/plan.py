@@ -1,0 +1,89 @@
+"""Which non-inferiority decisions a profile can reach, before it spends the time (issue 36 part 1).
+
+A non-inferiority gate passes only when a model equal to its reference would pass with power POWER at the gate's
+n (rubricrl.metrics.decide); at a smaller n every outcome is inconclusive or a fail, so no promotion can follow.
+For each such gate of a configuration this gives its n, its margin, the spread it assumes, the n it needs
+(decide.required_n) and whether it can pass. The spread is the last run's (`sd` of the row in metrics/<stage>.json)
+where one is recorded, else identical answers (sd 0): the best case, so "unreachable" then holds for any model.
+An unbounded metric (perplexity, nats) without a last run has no spread to go on and says so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from rubricrl.general.run import BOUNDS, GENERATION, active_suites
+from rubricrl.general import perplexity
+from rubricrl.metrics.decide import against_margin, required_n
+
+
+@dataclass(frozen=True)
+class Reach:
+    gate: str  # e.g. "general ifeval (grpo vs base)"
+    n: int
+    margin: float
+    sd: float | None
+    prior: str  # where sd comes from: "last run" or "identical answers"
+    power: float | None  # of an equal model at this n
+    needs: int | None  # the n at which it reaches POWER (None: no n does, or unknown)
+
+    @property
+    def reachable(self) -> bool | None:
+        return None if self.needs is None and self.sd is None else self.needs is not None and self.n >= self.needs
+
+    def line(self) -> str:
+        head = f"{self.gate}: n={self.n}, margin {self.margin:g}"
+        if self.sd is None:
+            return f"{head}, no spread known (an unbounded metric, no last run): unknown until a run"
+        verdict = "can pass" if self.reachable else "cannot pass"
+        needs = "no n does" if self.needs is None else f"needs n >= {self.needs}"
+        return (f"{head}, sd {self.sd:.3f} ({self.prior}): an equal model passes with power "
+                f"{self.power:.2f}, {needs}: {verdict}")
+
+
+def _last_sd(metrics_dir: Path, stage: str, match: dict) -> float | None:
+    try:
+        rows = json.loads((metrics_dir / f"{stage}.json").read_text(encoding="utf-8")).get("paired") or []
+    except (OSError, ValueError, AttributeError):
+        return None
+    for r in rows:
+        if isinstance(r, dict) and all(r.get(k) == v for k, v in match.items()) and r.get("sd") is not None:
+            return float(r["sd"])
+    return None
+
+
+def _reach(gate: str, n: int, margin: float, width: float | None, sd: float | None, from_run: bool) -> Reach:
+    prior = "last run" if from_run else "identical answers"
+    if sd is None and width is not None:
+        sd = 0.0
+    if sd is None:
+        return Reach(gate, n, margin, None, prior, None, None)
+    power = against_margin({"n": n, "sd": sd}, margin, width)[1]
+    return Reach(gate, n, margin, sd, prior, power, required_n(margin, width, sd))
+
+
+def _suite_n(suite: str, size: int | None) -> int:
+    module = GENERATION.get(suite, perplexity)
+    return len(module.load(size))
+
+
+def plan(params, metrics_dir: str | Path = "metrics") -> list[Reach]:
+    """Every non-inferiority gate of `params` (RubricRL params): the general gate per suite and gated model, the
+    student's own gate against its teacher (distill.margin) and the registry's student gate (student_margin)."""
+    metrics_dir = Path(metrics_dir)
+    out = []
+    g = params.general
+    for model in g.gated:
+        for suite in active_suites(g):
+            sd = _last_sd(metrics_dir, "general", {"model": model, "suite": suite})
+            low, high = BOUNDS[suite]
+            out.append(_reach(f"general {suite} ({model} vs base)", _suite_n(suite, getattr(g.sizes, suite)),
+                              g.tolerance[suite], None if low is None else high - low, sd, sd is not None))
+    if "student" in params.registry.candidates:
+        d = params.distill
+        out.append(_reach("distill student vs teacher (field accuracy)", d.eval_tasks, d.margin, 1.0, None, False))
+        out.append(_reach("registry student vs champion (field accuracy)", d.eval_tasks,
+                          params.registry.student_margin, 1.0, None, False))
+    return out
