@@ -320,10 +320,11 @@ class EvalParams(Section):
 class SuiteSizes(Section):
     """Items per general suite (None: the whole suite; 0: not run; the CPU default runs a fixed prefix of each)."""
 
-    ifeval: int | None = Field(16, ge=0)  # project-written IFEval-style prompts (64, EN/ZH alternating)
+    # the CPU default's sizes are chosen by power (rubricrl.release.plan: `rubricrl config validate`)
+    ifeval: int | None = Field(96, ge=0)  # IFEval-style prompts (160, EN/ZH alternating; 96 short-answer ones first)
     humaneval: int | None = Field(0, ge=0)  # HumanEval (164); CPU 0: SmolLM2-135M passed 0/5 for base, SFT and GRPO (uninformative)
-    qa: int | None = Field(16, ge=0)  # project-written factual questions (80, EN/ZH alternating)
-    perplexity: int | None = Field(16, ge=0)  # paragraphs of the held-out text (24)
+    qa: int | None = Field(128, ge=0)  # project-written factual questions (160, EN/ZH alternating)
+    perplexity: int | None = Field(24, ge=0)  # paragraphs of the held-out text (24)
 
 
 class GeneralRetrain(Section):
@@ -360,7 +361,7 @@ class GeneralParams(Section):
     sizes: SuiteSizes = SuiteSizes()
     engine: Engine = "llama_cpp"  # greedy replies: transformers batches, or llama.cpp continuous batching (F16 GGUF)
     batch_size: GenBatch = 8
-    max_new_tokens: dict[Literal["ifeval", "humaneval", "qa"], int] = {"ifeval": 128, "humaneval": 192, "qa": 48}
+    max_new_tokens: dict[Literal["ifeval", "humaneval", "qa"], int] = {"ifeval": 80, "humaneval": 192, "qa": 32}
     code_timeout_s: float = Field(5.0, gt=0)  # per program, in the sandbox
     sandbox: SandboxParams = SandboxParams()  # each program's memory, process and file limits
     perplexity_max_tokens: int = Field(256, ge=8)
@@ -446,12 +447,27 @@ class GPTQParams(Section):
     calibration: int = Field(8, ge=1)  # training tasks used as calibration text
 
 
+FourBitType = Literal["q4_0", "q4_1", "iq4_nl", "iq4_xs", "q4_k_s", "q4_k_m"]
+
+
+class FourBitParams(Section):
+    """export.four_bit: the `q4` artifact, the smallest 4-bit GGUF type that keeps the source's answers."""
+
+    # llama.cpp's 4-bit types tried, smallest file first (each quantized from the F16 GGUF, then reloaded and scored)
+    types: list[FourBitType] = Field(["q4_0", "iq4_nl", "q4_k_s", "q4_k_m"], min_length=1)
+    # kept: at least this share of the source's strict field accuracy and of its valid-JSON rate on the export's
+    # tasks; none that keeps it: no 4-bit artifact (reported with every try, promotion not blocked)
+    retain: float = Field(0.95, gt=0, le=1)
+
+
 class ExportParams(Section):
     """export: GGUF and GPTQ artifacts of the trained policy and the student, each verified by reloading and scoring."""
 
-    # source model -> its artifacts: q8_0 and q4_k_m (llama.cpp quantizations of the F16 GGUF), gptq (GPTQModel)
-    artifacts: dict[Literal["grpo", "student"], list[Literal["q8_0", "q4_k_m", "gptq"]]] = {
-        "grpo": ["q8_0", "q4_k_m"]}
+    # source model -> its artifacts: q8_0 and q4_k_m (llama.cpp quantizations of the F16 GGUF), q4 (the 4-bit type
+    # chosen by retention, four_bit), gptq (GPTQModel)
+    artifacts: dict[Literal["grpo", "student"], list[Literal["q8_0", "q4", "q4_k_m", "gptq"]]] = {
+        "grpo": ["q8_0", "q4"]}
+    four_bit: FourBitParams = FourBitParams()
     gptq: GPTQParams = GPTQParams()
     n_tasks: int = Field(8, ge=1)  # verification: N tasks of the eval's test slice, stratified
     max_new_tokens: int = Field(200, ge=8)
@@ -460,7 +476,8 @@ class ExportParams(Section):
     serve_check: bool = True  # llama_cpp.server on the Q4_K_M file + the openai client, one task
     # Retention goals (artifact / source strict field accuracy); a miss is reported, and blocks promotion
     # only with gate_on_retention (a few CPU tasks make the ratio noisy; production gates on it).
-    goals: dict[Literal["q8_0", "q4_k_m", "gptq"], float] = {"q8_0": 0.99, "q4_k_m": 0.95, "gptq": 0.95}
+    goals: dict[Literal["q8_0", "q4", "q4_k_m", "gptq"], float] = {"q8_0": 0.99, "q4": 0.95, "q4_k_m": 0.95,
+                                                                   "gptq": 0.95}
     gate_on_retention: bool = False
 
 
@@ -479,8 +496,9 @@ class RegistryParams(Section):
     # No part may regress: a test part (in-domain, held-out domain) whose interval lies wholly below -part_margin
     # fails the task gate, even when the pooled difference passes (a held-out drop hidden by in-domain gains).
     part_margin: float = Field(0.05, ge=0)
-    # Abstention: the challenger's null-for-present rate (stated values answered null or left out) shown above the
-    # reference's by more than this (the interval's lower bound), pooled or on a part, fails the gate at any accuracy.
+    # Abstention: the challenger's share of stated values it does not give (answered null, left out, or no parsed
+    # answer) shown above the reference's by more than this (the interval's lower bound), pooled or on a part, fails
+    # the gate at any accuracy.
     null_margin: float = Field(0.02, ge=0)
     promote: bool = True  # the flow promotes after registering (False: register only; `rubricrl registry promote`)
 

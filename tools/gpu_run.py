@@ -358,10 +358,12 @@ def summary(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict
                       f"fired at step(s) {fired}; hackable_rubric/summary.md"]
     ex = m("export")
     if ex:
-        lines += ["", "## Exports", "", table(["source", "artifact", "verified", "retention"],
-                                              [[src, kind, a.get("verified"), (a.get("retention") or {}).get(
-                                                  "field_accuracy")] for src, r in ex.items()
-                                               for kind, a in r.get("artifacts", {}).items()])]
+        lines += ["", "## Exports", "", table(
+            ["source", "artifact", "verified", "retention (field accuracy)"],
+            [[src, f"{kind} ({a['type']})" if a.get("type") else kind,
+              "none kept" if a.get("kept") is False else a.get("verified"),
+              (a.get("retention") or {}).get("field_accuracy")]
+             for src, r in ex.items() for kind, a in r.get("artifacts", {}).items()])]
     return "\n".join(lines) + "\n"
 
 

@@ -212,21 +212,12 @@ def cmd_eval(args) -> None:
 def cmd_config_validate(args) -> None:
     from rubricrl.config import load_params
 
-    from rubricrl.release.plan import plan
+    from rubricrl.release.plan import summary
 
     for path in args.files:
         params = load_params(path, args.overlay or [])
         print(f"{path}" + "".join(f" + {o}" for o in args.overlay or []) + ": OK")
-        reach = plan(params, Path(path).parent / "metrics")
-        blocked = [r for r in reach if r.reachable is False]
-        can = sum(r.reachable is True for r in reach)
-        print(f"  non-inferiority decisions ({can} of {len(reach)} can pass; the spread is the "
-              f"last run's where metrics/ holds one, else identical answers):")
-        for r in reach:
-            print(f"    {r.line()}")
-        if blocked:
-            print(f"  {len(blocked)} cannot pass at these sizes: each ends inconclusive or failed, so the gate it "
-                  f"belongs to promotes nothing; raise the size to the n shown or widen the margin")
+        print("\n".join(f"  {line}" for line in summary(params, Path(path).parent / "metrics").splitlines()))
 
 
 def cmd_config_apply(args) -> None:

@@ -48,7 +48,8 @@ def _ordered_parts(parts: Sequence[str]) -> list[str]:
     return [p for p in PART_ORDER if p in present] + sorted(present - set(PART_ORDER))
 
 
-STRICT_ROW = ("right", "fields", "present", "present_right", "null_for_present", "absent", "invented", "exact")
+STRICT_ROW = ("right", "fields", "present", "present_right", "null_for_present", "absent", "invented", "exact",
+              "parsed")
 
 
 def strict_row(c: StrictCounts | None) -> dict:

@@ -201,6 +201,10 @@ def pipeline(stages: list[str] | None = None, force: bool = False, force_stages:
         raise ValueError(f"unknown stage(s): {', '.join(unknown)} (dvc.yaml has: {', '.join(order)})")
     order = [s for s in order if not stages or s in stages]
     network = network_stages(params, spec)
+    if params.registry.candidates:  # before the time is spent: which gates' decisions these sizes can reach
+        from rubricrl.release.plan import summary
+
+        print(summary(params, root / "metrics"), file=sys.stderr, flush=True)
     # Stage commands say `python ...`: make that this environment's interpreter.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     with one_run_at_a_time():

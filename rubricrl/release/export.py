@@ -40,7 +40,11 @@ from rubricrl.core.net import free_port  # noqa: F401  (serve_check; tests impor
 from rubricrl.inference import conversion, llamacpp
 from rubricrl.core.taskfile import Task
 
-QUANTS = {"q8_0": 7, "q4_k_m": 15}  # llama_ftype: LLAMA_FTYPE_MOSTLY_Q8_0, LLAMA_FTYPE_MOSTLY_Q4_K_M
+# llama_ftype of each GGUF type (llama.h's LLAMA_FTYPE_MOSTLY_*), and the row length its blocks need: a weight whose
+# rows do not divide is stored in a fallback type instead (SmolLM2's 576-wide rows take no k-quant: Q4_K_M's Q5_0).
+QUANTS = {"q8_0": 7, "q4_0": 2, "q4_1": 3, "iq4_nl": 25, "iq4_xs": 30, "q4_k_s": 14, "q4_k_m": 15}
+BLOCK = {"q8_0": 32, "q4_0": 32, "q4_1": 32, "iq4_nl": 32, "iq4_xs": 256, "q4_k_s": 256, "q4_k_m": 256}
+FOUR_BIT = ("q4_0", "q4_1", "iq4_nl", "iq4_xs", "q4_k_s", "q4_k_m")
 
 
 class ExportError(RubricRLError):
@@ -48,7 +52,7 @@ class ExportError(RubricRLError):
 
 
 def quantize(f16: str | Path, out: str | Path, kind: str, threads: int = 0) -> Path:
-    """F16 GGUF -> `kind` (q8_0, q4_k_m) with llama.cpp's quantizer; written atomically."""
+    """F16 GGUF -> `kind` (QUANTS: q8_0, q4_k_m, ...) with llama.cpp's quantizer; written atomically."""
     import llama_cpp
 
     if kind not in QUANTS:
@@ -175,11 +179,19 @@ def strict_and_reward(tasks: Sequence[Task], responses: Sequence[str], scorer) -
     rows = []
     for t, r in zip(tasks, responses, strict=True):
         c = true_counts(t, r)
-        rows.append({"id": t.id, "right": c.right, "fields": c.fields, "null_for_present": c.null_for_present,
-                     "present": c.present, "reward": scorer.score(t, r).total})
+        rows.append({"id": t.id, "part": str(t.meta.get("part") or "all"), "right": c.right, "fields": c.fields,
+                     "null_for_present": c.null_for_present, "present": c.present,
+                     "json": c.parsed if t.schema is not None else None, "reward": scorer.score(t, r).total})
+    return {"n": len(rows), **rates(rows), "reward": sum(r["reward"] for r in rows) / len(rows) if rows else None,
+            "rows": rows}
+
+
+def rates(rows: Sequence[dict]) -> dict:
+    """Strict field accuracy and the valid-JSON rate (extraction tasks only; None without any) of per-task rows."""
     fields = sum(r["fields"] for r in rows)
-    return {"n": len(rows), "field_accuracy": sum(r["right"] for r in rows) / fields if fields else None,
-            "reward": sum(r["reward"] for r in rows) / len(rows) if rows else None, "rows": rows}
+    json_rows = [r["json"] for r in rows if r.get("json") is not None]
+    return {"field_accuracy": sum(r["right"] for r in rows) / fields if fields else None,
+            "valid_json": sum(json_rows) / len(json_rows) if json_rows else None}
 
 
 # A quantized tensor's rows against the F16 conversion's: relative error of a row (its norm, or the tensor's median
@@ -319,9 +331,110 @@ def serve_check(gguf: str | Path, task: Task, scorer, max_tokens: int = 256, tim
 
 
 def retention(artifact: dict, source: dict) -> dict:
-    """artifact / source for strict field accuracy and reward (None where the source's value is 0 or missing)."""
+    """artifact / source for strict field accuracy, reward and valid JSON (None where the source's value is 0 or
+    missing)."""
     def ratio(key):
         a, b = artifact.get(key), source.get(key)
         return None if a is None or not b else round(a / b, 4)
 
-    return {"field_accuracy": ratio("field_accuracy"), "reward": ratio("reward")}
+    return {"field_accuracy": ratio("field_accuracy"), "reward": ratio("reward"), "valid_json": ratio("valid_json")}
+
+
+def tensor_types(path: str | Path, kind: str) -> dict:
+    """What a GGUF holds: tensors per stored type, bits per weight (all tensors), and the weights that *fell back*:
+    those whose rows do not divide into `kind`'s blocks (BLOCK), so llama.cpp stored them in another type. Names
+    are grouped over the layers (`blk.*.attn_q.weight`), each with its stored type and count."""
+    import re
+    from collections import Counter
+
+    counts, fallback, elements, nbytes = Counter(), Counter(), 0, 0
+    tensors = conversion.read_gguf(path).tensors
+    for t in tensors:
+        stored = t.tensor_type.name.lower()
+        counts[stored] += 1
+        elements, nbytes = elements + int(t.n_elements), nbytes + int(t.n_bytes)
+        if len(t.shape) >= 2 and int(t.shape[0]) % BLOCK[kind]:
+            fallback[(re.sub(r"^blk\.\d+\.", "blk.*.", t.name), stored)] += 1
+    return {"tensors": len(tensors), "types": dict(counts.most_common()),
+            "bits_per_weight": round(8 * nbytes / elements, 2) if elements else None,
+            "fallback": sum(fallback.values()),
+            "fallback_tensors": [{"name": n, "stored": s, "count": c} for (n, s), c in sorted(fallback.items())]}
+
+
+def keeps(artifact: dict, source: dict, retain: float) -> tuple[bool, str]:
+    """Whether an artifact kept `retain` of its source's strict field accuracy and of its valid-JSON rate on the
+    same tasks, and why not. A source at 0 has nothing to keep: no artifact can be shown to keep it."""
+    short = []
+    for key, what in (("field_accuracy", "field accuracy"), ("valid_json", "valid JSON")):
+        a, b = artifact.get(key), source.get(key)
+        if b is None and a is None:
+            continue  # no extraction task: valid JSON does not apply
+        if not b:
+            short.append(f"the source's {what} is {b}: nothing to keep")
+        elif a is None or a < retain * b:
+            short.append(f"{what} {0 if a is None else a:.3f} < {retain:g} x {b:.3f}")
+    return not short, "; ".join(short)
+
+
+class NoneKept(ExportError):
+    """No candidate type kept the retention: no artifact of this kind (its tries are in `tries`)."""
+
+    def __init__(self, message: str, tries: list[dict]):
+        super().__init__(message)
+        self.tries = tries
+
+
+def select_quantization(f16: str | Path, out: str | Path, types: Sequence[str], verify, source: dict,
+                        retain: float, threads: int = 0) -> dict:
+    """The smallest of `types` (quantized from the F16 GGUF `f16`) that keeps `retain` of the source (keeps), moved
+    to `out`: its verify(path) record with "type" and "tries". Each type is quantized first (seconds) and sized;
+    then verified smallest file first, stopping at the first that keeps. `verify(path)` reloads and scores a file
+    (ExportError when it fails to). Raises NoneKept when none keeps (the file is not written)."""
+    out = Path(out)
+    work = out.parent / f".{out.stem}-tries"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        files = sorted(((quantize(f16, work / f"{t}.gguf", t, threads), t) for t in dict.fromkeys(types)),
+                       key=lambda ft: (ft[0].stat().st_size, ft[1]))
+        tries, chosen = [], None
+        for path, kind in files:
+            row = {"type": kind, "size_mb": round(path.stat().st_size / 2**20, 1), **tensor_types(path, kind)}
+            if chosen is not None:
+                tries.append(row | {"outcome": "not tried: a smaller type kept it"})
+                continue
+            try:
+                a = verify(path)
+            except ExportError as err:
+                tries.append(row | {"outcome": f"failed verification: {err}"})
+                continue
+            ok, why = keeps(a, source, retain)
+            row |= {k: a.get(k) for k in ("field_accuracy", "valid_json", "reward")}
+            row["retention"] = retention(a, source)
+            row["parts"] = part_retention(a.get("rows") or [], source.get("rows") or [])
+            row["outcome"] = "kept" if ok else f"below {retain:g}: {why}"
+            tries.append(row)
+            if ok:
+                chosen = (path, kind, a, row)
+        if chosen is None:
+            raise NoneKept(f"{out}: no 4-bit type kept {retain:g} of the source's field accuracy and valid JSON "
+                           f"(tried {', '.join(t['type'] for t in tries)})", tries)
+        path, kind, a, row = chosen
+        os.replace(path, out)
+        return a | {"artifact": str(out), "type": kind, "tries": tries,
+                    **{k: row[k] for k in ("types", "bits_per_weight", "fallback", "fallback_tensors")}}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def part_retention(rows: Sequence[dict], source_rows: Sequence[dict]) -> dict:
+    """Per test part (in-domain, held-out domain): the artifact's and the source's rates on the part's tasks and
+    their retention."""
+    out = {}
+    for part in dict.fromkeys(r.get("part", "all") for r in rows):
+        a = rates([r for r in rows if r.get("part", "all") == part])
+        ids = {r["id"] for r in rows if r.get("part", "all") == part}
+        b = rates([r for r in source_rows if r["id"] in ids])
+        out[part] = {"field_accuracy": a["field_accuracy"], "valid_json": a["valid_json"],
+                     "retention": {k: v for k, v in retention(a, b).items() if k != "reward"}}
+    return out

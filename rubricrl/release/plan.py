@@ -70,12 +70,13 @@ def _suite_n(suite: str, size: int | None) -> int:
 
 
 def plan(params, metrics_dir: str | Path = "metrics") -> list[Reach]:
-    """Every non-inferiority gate of `params` (RubricRL params): the general gate per suite and gated model, the
+    """Every non-inferiority gate of `params` (RubricRL params): the general gate per suite and registered policy, the
     student's own gate against its teacher (distill.margin) and the registry's student gate (student_margin)."""
     metrics_dir = Path(metrics_dir)
     out = []
     g = params.general
-    for model in g.gated:
+    # every registered policy is promoted through its general gate (general.gated only decides what retrains)
+    for model in dict.fromkeys([*(m for m in params.registry.candidates if m in ("sft", "grpo")), *g.gated]):
         for suite in active_suites(g):
             sd = _last_sd(metrics_dir, "general", {"model": model, "suite": suite})
             low, high = BOUNDS[suite]
@@ -87,3 +88,17 @@ def plan(params, metrics_dir: str | Path = "metrics") -> list[Reach]:
         out.append(_reach("registry student vs champion (field accuracy)", d.eval_tasks,
                           params.registry.student_margin, 1.0, None, False))
     return out
+
+
+def summary(params, metrics_dir: str | Path = "metrics") -> str:
+    """The plan as text: how many decisions can pass, one line per gate, and what to change where one cannot
+    (`rubricrl config validate` prints it; so does a pipeline run before its first stage)."""
+    reach = plan(params, metrics_dir)
+    blocked = [r for r in reach if r.reachable is False]
+    lines = [f"non-inferiority decisions ({sum(r.reachable is True for r in reach)} of {len(reach)} can pass; the "
+             f"spread is the last run's where metrics/ holds one, else identical answers):",
+             *(f"  {r.line()}" for r in reach)]
+    if blocked:
+        lines.append(f"{len(blocked)} cannot pass at these sizes: each ends inconclusive or failed, so the gate it "
+                     f"belongs to promotes nothing; raise the size to the n shown or widen the margin")
+    return "\n".join(lines)

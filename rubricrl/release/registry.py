@@ -16,11 +16,13 @@
   is held to the same superiority against the base model (its eval rows, logged with the candidate). Decision and each gate's numbers are written as version tags and as a
   Markdown report.
 - `rollback`: `champion` back to the previous champion (the registered model keeps the history as a tag).
-- `register_exports`: each verified export of a candidate (GGUF Q8_0/Q4_K_M, GPTQ) becomes a version of
-  `<name>-gguf` or `<name>-gptq` (the file or folder logged as a run artifact), tagged with its format,
-  quantization, retention, size, tokens/s and the candidate version it came from, under the alias
-  `<source>-<quantization>` (e.g. `models:/rubricrl-extractor-gguf@grpo-q4_k_m`). A failed verification is
-  not registered: it is a tag on the candidate, and the export gate names it.
+- `register_exports`: each verified export of a candidate (GGUF Q8_0, the 4-bit type chosen by retention `q4`,
+  Q4_K_M, GPTQ) becomes a version of `<name>-gguf` or `<name>-gptq` (the file or folder logged as a run artifact),
+  tagged with its format, quantization (the type actually stored, with its tensor types and fallbacks),
+  retention, size, tokens/s and the candidate version it came from, under the alias `<source>-<kind>` (e.g.
+  `models:/rubricrl-extractor-gguf@grpo-q4`). A failed verification is not registered: it is a tag on the
+  candidate, and the export gate names it. A 4-bit selection that no type survived registers nothing and blocks
+  nothing (the candidate's tag `export.q4.selected` says why).
 
 Candidates (Candidate, built by the flow's registry step from the stages' typed results): sft and grpo with the
 eval_task stage's rows and numbers; the distilled student with the distill stage's (its test slice, and the
@@ -57,9 +59,12 @@ BASE_ROWS = "eval/base/responses.jsonl"  # ... and the base model's, the first c
 REPORT = Path("outputs/registry/promotion.md")
 DECISIONS = Path("outputs/registry/decisions.json")  # every promotion decision of the last run (the run report shows them)
 TASK_METRIC = "field_accuracy"
-ABSTENTION = "null_for_present_rate"  # stated values answered null or left out: a rise is a regression
+# stated values not given (answered null, left out, or no parsed answer): a rise is a regression. Not
+# null_for_present alone: against the base model, which parses few answers (so states few nulls), every candidate
+# that answers would look like an abstainer (rubricrl.metrics.compare)
+ABSTENTION = "unstated_rate"
 STUDENT = "student"
-EXPORT_FORMATS = {"q8_0": "gguf", "q4_k_m": "gguf", "gptq": "gptq"}
+EXPORT_FORMATS = {"q8_0": "gguf", "q4": "gguf", "q4_k_m": "gguf", "gptq": "gptq"}
 CHAT_TASK = "llm/v1/chat"  # MLflow's OpenAI-style chat task for the transformers flavour
 
 
@@ -176,7 +181,12 @@ def export_tags(candidate: Candidate) -> dict[str, str]:
     """export.<kind>.{verified,retention,size_mb,tokens_per_s,artifact} of the candidate's exports."""
     tags = {}
     for kind, a in candidate.exports.items():
+        if a.get("kept") is False:  # a 4-bit selection no type survived: no artifact, nothing failed
+            tags[f"export.{kind}.selected"] = f"none: {a.get('error', '')}"[:500]
+            continue
         tags[f"export.{kind}.verified"] = "true" if a.get("verified") else "false"
+        if a.get("type"):
+            tags[f"export.{kind}.type"] = a["type"]
         tags[f"export.{kind}.artifact"] = a.get("artifact", "")
         if a.get("verified"):
             tags[f"export.{kind}.retention"] = str((a.get("retention") or {}).get("field_accuracy"))
@@ -269,7 +279,11 @@ def register_exports(params, candidate: Candidate, source_version: str,
     for kind, (a, path, md5) in checked.items():
         model, alias = f"{name}-{EXPORT_FORMATS[kind]}", f"{source}-{kind}"
         retention = a.get("retention") or {}
-        tags = {"format": EXPORT_FORMATS[kind], "quantization": kind, "source": source,
+        stored = ", ".join(f"{t} {n}" for t, n in (a.get("types") or {}).items())
+        tags = {"format": EXPORT_FORMATS[kind], "quantization": a.get("type", kind), "source": source,
+                "tensor_types": stored or "unknown", "fallback_tensors": str(a.get("fallback", "unknown")),
+                "bits_per_weight": str(a.get("bits_per_weight", "unknown")),
+                "retention.valid_json": str(retention.get("valid_json")),
                 "source_model": f"{name}/{source_version}", "artifact.md5": md5, "artifact": a["artifact"],
                 "size_mb": str(a.get("size_mb")), "tokens_per_s": f"{a.get('tokens_per_s', 0):.1f}",
                 "field_accuracy": str(a.get(TASK_METRIC)), "reward": str(a.get("reward")),
@@ -376,13 +390,14 @@ def task_gate(c, challenger, champion, params) -> Gate:
         lines.append(f"part {r['part']}: {p.line}")
         if p.outcome == "fail":
             outcome = "fail"
-    # Abstention is a regression even at flat accuracy: null-for-present (a stated value answered null or left
-    # out) shown to rise by more than registry.null_margin, pooled or on any part, fails the gate.
+    # Abstention is a regression even at flat accuracy: stated values not given (answered null, left out, or no
+    # parsed answer) shown to rise by more than registry.null_margin, pooled or on any part, fails the gate.
     for r in (r for r in every if r["metric"] == ABSTENTION and r.get("ci")):
         if r["ci"][0] > params.registry.null_margin:
             outcome = "fail"
-            lines.append(f"part {r['part']}: null-for-present {r['b']:.3f} -> {r['a']:.3f}, "
-                         f"{describe(r)}: abstention shown up by more than {params.registry.null_margin:g}")
+            lines.append(f"part {r['part']}: stated values not given (null, left out or unparsed) {r['b']:.3f} -> "
+                         f"{r['a']:.3f}, {describe(r)}: abstention shown up by more than "
+                         f"{params.registry.null_margin:g}")
     outcome = "inconclusive" if outcome == "uninformative" else outcome
     return Gate("task", outcome == "pass", "; ".join(lines), outcome)
 

@@ -1,4 +1,5 @@
-"""DVC stage `export`: GGUF Q8_0 and Q4_K_M and GPTQ 4-bit of the GRPO policy and the distilled student, each
+"""DVC stage `export`: GGUF Q8_0, the smallest 4-bit GGUF type that keeps the source's answers (`q4`: every type of
+export.four_bit tried, its fallback tensors named) and GPTQ 4-bit of the GRPO policy and the distilled student, each
 reloaded and scored on test tasks (retention vs the source's own answers: the eval's for the policy, the distill
 stage's for the student), tokens/s vs HF fp32, and a llama_cpp.server + openai serve check. A rerun after a kill
 puts back each artifact verified before it (hard links kept in .cache/resume/export, checked against their md5)."""
@@ -40,16 +41,22 @@ class ExportResult(RootModel[dict[str, dict]]):
         return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
-def source_numbers(responses: str, ids: list[str]) -> dict:
-    """The source model's strict field accuracy and reward on these tasks, from the answers its stage wrote."""
-    rows = {r["id"]: r for r in read_jsonl(responses) if r["id"] in ids}
-    missing = [i for i in ids if i not in rows]
+def source_numbers(responses: str, tasks: list) -> dict:
+    """The source model's strict field accuracy, valid-JSON rate and reward on these tasks (and per-task rows, as
+    rubricrl.release.export.strict_and_reward gives them), from the answers its stage wrote."""
+    from rubricrl.metrics.strict import parse_answer
+    from rubricrl.release.export import rates
+
+    rows = {r["id"]: r for r in read_jsonl(responses) if r["id"] in {t.id for t in tasks}}
+    missing = [t.id for t in tasks if t.id not in rows]
     if missing:
         raise RubricRLError(f"{responses}: no answers for test task(s) {', '.join(missing[:5])}: "
                             "export.n_tasks exceeds the tasks its stage answered")
-    fields = sum(rows[i]["strict"]["fields"] for i in ids)
-    return {"field_accuracy": sum(rows[i]["strict"]["right"] for i in ids) / fields if fields else None,
-            "reward": sum(rows[i]["total"] for i in ids) / len(ids)}
+    per_task = [{"id": t.id, "part": str(t.meta.get("part") or "all"), "right": rows[t.id]["strict"]["right"],
+                 "fields": rows[t.id]["strict"]["fields"],
+                 "json": parse_answer(rows[t.id]["response"]) is not None if t.schema is not None else None}
+                for t in tasks]
+    return {**rates(per_task), "reward": sum(rows[t.id]["total"] for t in tasks) / len(tasks), "rows": per_task}
 
 
 def markdown(results: dict, cfg) -> str:
@@ -59,10 +66,14 @@ def markdown(results: dict, cfg) -> str:
         rows.append([name, "HF fp32 (source)", str(r["source_size_mb"]), f"{src['field_accuracy']:.3f}", "1",
                      f"{src['reward']:.2f}", f"{r['hf_tokens_per_s']:.1f}", "1.00x", ""])
         for kind, a in r["artifacts"].items():
+            if a.get("kept") is False:
+                rows.append([name, kind, "", "", "", "", "", "", f"**none kept**: {a['error']}"])
+                continue
             if "error" in a:
                 rows.append([name, kind, "", "", "", "", "", "", f"**verification failed**: {a['error']}"])
                 continue
-            rows.append([name, kind, str(a["size_mb"]), f"{a['field_accuracy']:.3f}", str(a["retention"]["field_accuracy"]),
+            rows.append([name, f"{kind} ({a['type']})" if a.get("type") else kind, str(a["size_mb"]),
+                         f"{a['field_accuracy']:.3f}", str(a["retention"]["field_accuracy"]),
                          f"{a['reward']:.2f}", f"{a['tokens_per_s']:.1f}",
                          f"{a['tokens_per_s'] / r['hf_tokens_per_s']:.2f}x", "yes" if a["meets_goal"] else "no"])
     lines = ["# Exports", "", "Each artifact reloaded and scored on the same test tasks as its source; retention = "
@@ -71,12 +82,51 @@ def markdown(results: dict, cfg) -> str:
              "", table(["source", "artifact", "size MB", "field acc", "retention", "reward", "tokens/s", "vs HF fp32",
                         "goal met"], rows, limit=400)]
     for name, r in results.items():
+        lines += four_bit_markdown(name, r, cfg)
+    for name, r in results.items():
         if r.get("serve"):
             s = r["serve"]
-            lines += ["", f"Serve check ({name}, Q4_K_M via llama_cpp.server + openai client): task {s['task']}, "
+            lines += ["", f"Serve check ({name}, {s.get('kind', 'q4_k_m')} via llama_cpp.server + openai client): "
+                          f"task {s['task']}, "
                           f"reward {s['reward']:.2f}, field accuracy {s['field_accuracy']:.3f}, {s['seconds']} s.", "",
                       "```json" if s["answer"].lstrip().startswith("{") else "```text", s["answer"][:800], "```"]
     return "\n".join(lines) + "\n"
+
+
+def _fmt(x, spec: str = ".3f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def four_bit_markdown(name: str, r: dict, cfg) -> list[str]:
+    """The q4 selection of one source: every type tried (size, bits per weight, fallback tensors, field accuracy and
+    valid JSON with their retention, per test part) and which was registered; the fallback tensors named."""
+    a = r["artifacts"].get("q4")
+    if not a or not a.get("tries"):
+        return []
+    src = r["source"]
+    rows, notes = [], []
+    for t in a["tries"]:
+        ret, parts = t.get("retention") or {}, t.get("parts") or {}
+        rows.append([t["type"], str(t["size_mb"]), _fmt(t.get("bits_per_weight"), ".2f"),
+                     f"{t['fallback']} of {t['tensors']}", _fmt(t.get("field_accuracy")), _fmt(t.get("valid_json")),
+                     _fmt(ret.get("field_accuracy")), _fmt(ret.get("valid_json")),
+                     "; ".join(f"{p} {_fmt(v['retention'].get('field_accuracy'))} / "
+                               f"{_fmt(v['retention'].get('valid_json'))}" for p, v in parts.items()) or "-",
+                     t["outcome"]])
+        if t["fallback"]:
+            notes.append(f"- {t['type']}: {t['fallback']} of {t['tensors']} tensors have rows that its blocks do not "
+                         "divide, stored as " + ", ".join(f"`{f['name']}` {f['stored']} x{f['count']}"
+                                                          for f in t["fallback_tensors"]))
+    chosen = (f"registered: **{a['type']}** (`{name}-q4`), the smallest that kept it" if a.get("type")
+              else "registered: **none** (no type kept it; promotion is not blocked)")
+    return ["", f"## 4-bit: the smallest type that keeps {cfg.four_bit.retain:g} of the source ({name})", "",
+            f"The source on these {len(src.get('rows') or []) or cfg.n_tasks} tasks: field accuracy "
+            f"{_fmt(src.get('field_accuracy'))}, valid JSON {_fmt(src.get('valid_json'))}. Each type quantized from "
+            f"the F16 GGUF, then reloaded and scored smallest file first until one keeps {cfg.four_bit.retain:g} of "
+            f"both; {chosen}.", "",
+            table(["type", "MB", "bits/weight", "fallback tensors", "field acc", "valid JSON", "retention field",
+                   "retention JSON", "per part (field / JSON)", "outcome"], rows, limit=400),
+            *([""] + notes if notes else [])]
 
 
 def calibration_texts(model_dir: str, n: int) -> list[str]:
@@ -96,8 +146,9 @@ def calibration_texts(model_dir: str, n: int) -> list[str]:
 def run(params: Params) -> ExportResult:
     from rubricrl.inference.generate import default_threads
     from rubricrl.inference.conversion import gguf_for
-    from rubricrl.release.export import (ExportError, gptq_group_check, gptq_quantize, quantize, retention, serve_check,
-                                 tokens_per_s_gguf, tokens_per_s_hf, verify_gguf, verify_gptq)
+    from rubricrl.release.export import (ExportError, NoneKept, gptq_group_check, gptq_quantize, quantize, retention,
+                                         select_quantization, serve_check, tensor_types, tokens_per_s_gguf,
+                                         tokens_per_s_hf, verify_gguf, verify_gptq)
     from rubricrl.evaluate.task import test_slice
     from rubricrl.core.slices import stratified
 
@@ -118,7 +169,7 @@ def run(params: Params) -> ExportResult:
     with tracking.stage_run(params.tracking, "export", {"export": cfg.model_dump()}) as run:
         for name, kinds in active.items():
             model_dir, responses = SOURCES[name]
-            source = source_numbers(responses, [t.id for t in tasks])
+            source = source_numbers(responses, tasks)
             if "gptq" in kinds:
                 gptq_group_check(model_dir, cfg.gptq.group_size)  # a setting error: fail the stage, name the key
             if f"{name}/hf" not in done.rows:  # timed once: a rerun keeps the measurement
@@ -129,14 +180,24 @@ def run(params: Params) -> ExportResult:
                 "artifacts": {}}
 
             def verified(kind: str, path: Path, make) -> None:
-                """Make and verify one artifact; a failure is recorded with its message (it blocks promotion)."""
+                """Make and verify one artifact; a failure is recorded with its message (it blocks promotion). A
+                4-bit selection that no type survived (NoneKept) is recorded with its tries and blocks nothing:
+                the source simply has no 4-bit export."""
                 copy = resume.folder("kept") / path.relative_to(OUT)
                 record = done.rows.get(f"{name}/{kind}")
+                if record and record["record"].get("kept") is False:
+                    r["artifacts"][kind] = record["record"]
+                    return
                 if record and restore(copy, path, record["record"].get("md5")):
                     a = record["record"]
                 else:
                     try:
                         a = make()
+                    except NoneKept as err:
+                        r["artifacts"][kind] = {"artifact": None, "verified": False, "kept": False,
+                                                "error": str(err), "tries": err.tries}
+                        done.add([{"id": f"{name}/{kind}", "record": r["artifacts"][kind]}])
+                        return
                     except ExportError as err:
                         r["artifacts"][kind] = {"artifact": str(path), "verified": False, "error": str(err)}
                         return
@@ -155,9 +216,17 @@ def run(params: Params) -> ExportResult:
 
             def gguf(kind: str, path: Path) -> dict:
                 f16 = gguf_for(model_dir, "f16")
-                quantize(f16, path, kind, threads)
-                a = verify_gguf(path, model_dir, tasks, scorer, cfg.max_new_tokens, threads, cpu_batch(params.eval.batch_size, 8),
-                                reference=f16)
+
+                def check(file: Path) -> dict:
+                    return verify_gguf(file, model_dir, tasks, scorer, cfg.max_new_tokens, threads,
+                                       cpu_batch(params.eval.batch_size, 8), reference=f16)
+
+                if kind == "q4":  # the smallest 4-bit type that keeps export.four_bit.retain of the source
+                    a = select_quantization(f16, path, cfg.four_bit.types, check, source, cfg.four_bit.retain,
+                                            threads)
+                else:
+                    quantize(f16, path, kind, threads)
+                    a = check(path) | tensor_types(path, kind)
                 return a | {"tokens_per_s": tokens_per_s_gguf(path, model_dir, speed, cfg.speed_tokens, threads)}
 
             def gptq(path: Path) -> dict:
@@ -172,11 +241,13 @@ def run(params: Params) -> ExportResult:
                 else:
                     path = OUT / name / f"model-{kind}.gguf"
                     verified(kind, path, lambda: gguf(kind, path))
-            if cfg.serve_check and "q4_k_m" in r["artifacts"] and r["artifacts"]["q4_k_m"].get("size_mb"):
-                r["serve"] = serve_check(OUT / name / "model-q4_k_m.gguf", tasks[0], scorer)
+            four = next((k for k in ("q4", "q4_k_m") if (r["artifacts"].get(k) or {}).get("verified")), None)
+            if cfg.serve_check and four:  # the 4-bit file a user would serve
+                r["serve"] = serve_check(OUT / name / f"model-{four}.gguf", tasks[0], scorer) | {"kind": four}
             results[name] = r
         write_text(PATHS.section, markdown(results, cfg))
-        result = ExportResult({name: {**{k: v for k, v in r.items() if k != "artifacts"},
+        result = ExportResult({name: {**{k: v for k, v in r.items() if k not in ("artifacts", "source")},
+                                      "source": {k: v for k, v in r["source"].items() if k != "rows"},
                                       "artifacts": {k: {x: y for x, y in a.items() if x != "rows"}
                                                     for k, a in r["artifacts"].items()}} for name, r in results.items()})
         write_json(PATHS.result, result.model_dump(mode="json"))

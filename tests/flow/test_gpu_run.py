@@ -66,7 +66,7 @@ def test_the_profile_is_one_gpu_with_real_work():
     assert set(p.general.sizes.model_dump().values()) == {None}
     assert p.distill.pool == p.data.n_train
     assert set(p.export.artifacts) == {"grpo", "student"} and all(
-        set(v) == {"q8_0", "q4_k_m", "gptq"} for v in p.export.artifacts.values())
+        set(v) == {"q8_0", "q4", "gptq"} for v in p.export.artifacts.values())
     assert p.sft.accelerate_config is None and p.grpo.accelerate_config is None  # one GPU, one process
 
 
@@ -87,7 +87,9 @@ def test_cpu_dry_mode_runs_every_stage_and_brings_the_results_back(tmp_path):
     for name in ("eval", "general", "distill", "export", "grpo", "sft"):
         assert (out / "metrics" / f"{name}.json").is_file()
     export = json.loads((out / "metrics" / "export.json").read_text())
-    assert {k for r in export.values() for k in r["artifacts"]} == {"q8_0", "q4_k_m", "gptq"}
+    assert {k for r in export.values() for k in r["artifacts"]} == {"q8_0", "q4", "gptq"}
+    # the tiny random model states no field, so no 4-bit type can be shown to keep it: every try reported, none kept
+    assert all(r["artifacts"]["q4"]["kept"] is False and r["artifacts"]["q4"]["tries"] for r in export.values())
     summary = (out / "summary.md").read_text()
     assert "CPU dry mode" in summary and "## Task eval" in summary and "## Exports" in summary
     assert "GRPO - SFT, paired" in summary and "## General suites" in summary

@@ -37,9 +37,10 @@ def test_quantize_reload_and_score(smol_tiny, tmp_path, scorer):  # noqa: F811
         assert 0 <= result["field_accuracy"] <= 1 and len(result["rows"]) == 3
     assert sizes["q4_k_m"] < sizes["q8_0"] < f16.stat().st_size
     source = {"field_accuracy": 0.5, "reward": 4.0}
-    assert export.retention({"field_accuracy": 0.25, "reward": 2.0}, source) == {"field_accuracy": 0.5, "reward": 0.5}
-    assert export.retention({"field_accuracy": 0.25}, {"field_accuracy": 0.0}) == {"field_accuracy": None,
-                                                                                    "reward": None}
+    assert export.retention({"field_accuracy": 0.25, "reward": 2.0}, source) == {"field_accuracy": 0.5, "reward": 0.5,
+                                                                                   "valid_json": None}
+    assert export.retention({"field_accuracy": 0.25, "valid_json": 0.5}, {"field_accuracy": 0.0, "valid_json": 1.0}) \
+        == {"field_accuracy": None, "reward": None, "valid_json": 0.5}
 
 
 @pytest.mark.slow

@@ -15,15 +15,22 @@ def by_gate(reach):
     return {r.gate: r for r in reach}
 
 
-def test_the_cpu_defaults_suites_are_reported_too_small_for_their_margins(tmp_path):
-    """Identical answers are the best case: at IFEval 16 and margin 0.10 an equal model passes with power 0.21;
-    it needs 73 items, so no run of these sizes can promote through the general gate."""
-    reach = by_gate(plan(load_params(ROOT / "params.yaml", []), tmp_path))
-    ifeval = reach["general ifeval (grpo vs base)"]
-    assert (ifeval.n, ifeval.needs, ifeval.reachable) == (16, 73, False) and 0.2 < ifeval.power < 0.22
-    assert reach["registry student vs champion (field accuracy)"].needs == 151  # margin 0.05
+def test_the_cpu_defaults_suites_are_sized_to_reach_their_margins_and_a_small_suite_is_reported(tmp_path):
+    """Identical answers are the best case: at margin 0.10 an equal model passes with power 0.8 from 73 items. The CPU
+    default's IFEval (96) and QA (128) reach it for both registered policies; at 16 IFEval items the power is 0.21,
+    so no run of that size can promote through the general gate, and the plan says so before the run."""
+    params = load_params(ROOT / "params.yaml", [])
+    reach = by_gate(plan(params, tmp_path))
+    for model in ("sft", "grpo"):
+        for suite, n in (("ifeval", 96), ("qa", 128)):
+            r = reach[f"general {suite} ({model} vs base)"]
+            assert (r.n, r.needs, r.reachable) == (n, 73, True) and r.power >= 0.8
     assert reach["general perplexity (grpo vs base)"].reachable is None  # nats: no spread without a run
     assert "general humaneval (grpo vs base)" not in reach  # sized 0: not run, not planned
+    assert reach["registry student vs champion (field accuracy)"].needs == 151  # margin 0.05
+    params.general.sizes.ifeval = 16
+    ifeval = by_gate(plan(params, tmp_path))["general ifeval (grpo vs base)"]
+    assert (ifeval.n, ifeval.needs, ifeval.reachable) == (16, 73, False) and 0.2 < ifeval.power < 0.22
 
 
 def test_a_large_enough_suite_can_pass_and_the_last_runs_spread_is_used(tmp_path):
@@ -36,6 +43,7 @@ def test_a_large_enough_suite_can_pass_and_the_last_runs_spread_is_used(tmp_path
     reach = by_gate(plan(params, tmp_path))
     qa = reach["general qa (grpo vs base)"]
     assert qa.prior == "last run" and qa.sd == 0.4 and qa.needs > 80 and qa.reachable is False
+    assert reach["general qa (sft vs base)"].prior == "identical answers"  # the last run's spread is per model
     assert reach["general perplexity (grpo vs base)"].reachable is True  # 16 paragraphs, sd 0.05 nats, margin 0.1
 
 
@@ -44,5 +52,7 @@ def test_config_validate_names_every_decision_that_cannot_pass(tmp_path):
     run = subprocess.run([sys.executable, "-m", "rubricrl.cli.main", "config", "validate", "params.yaml"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert "general ifeval (grpo vs base): n=16, margin 0.1" in run.stdout and "needs n >= 73: cannot pass" in run.stdout
+    assert "general ifeval (grpo vs base): n=96, margin 0.1" in run.stdout and "needs n >= 73: can pass" in run.stdout
+    # the student's gates on 8 tasks cannot: named, with the n they need
+    assert "distill student vs teacher (field accuracy): n=8" in run.stdout
     assert "cannot pass at these sizes" in run.stdout

@@ -18,10 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 N_TASKS = 24  # a constant gain of one field in four is shown at 24 tasks (the score interval), not at 12
 
 
-def _rows(right: list[int], fields: int = 4, parts: list[str] | None = None, nulls: int = 0) -> list[dict]:
+def _rows(right: list[int], fields: int = 4, parts: list[str] | None = None, nulls: int = 0,
+          parsed: bool = True) -> list[dict]:
     return [{"id": f"t{i}", "part": parts[i] if parts else "in_domain", "total": float(r), "response": "{}",
-             "strict": {"right": r, "fields": fields, "present": fields, "present_right": r, "null_for_present": nulls,
-                        "absent": 0, "invented": 0, "exact": int(r == fields)}} for i, r in enumerate(right)]
+             "strict": {"right": r, "fields": fields, "present": fields, "present_right": r,
+                        "null_for_present": nulls if parsed else 0, "absent": 0, "invented": 0,
+                        "exact": int(r == fields), "parsed": int(parsed)}} for i, r in enumerate(right)]
 
 
 @pytest.fixture
@@ -45,10 +47,11 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
-def set_evals(root: Path, parts: list[str] | None = None, nulls: int = 0, **right: list[int]) -> None:
+def set_evals(root: Path, parts: list[str] | None = None, nulls: int = 0, unparsed: tuple[str, ...] = (),
+              **right: list[int]) -> None:
     models = {}
     for name, r in right.items():
-        rows = _rows(r, parts=parts, nulls=nulls)
+        rows = _rows(r, parts=parts, nulls=nulls, parsed=name not in unparsed)
         (root / "outputs/eval" / name).mkdir(parents=True, exist_ok=True)
         (root / "outputs/eval" / name / "responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
         acc = sum(r) / (4 * len(r))
@@ -153,8 +156,20 @@ def test_abstention_shown_to_rise_fails_the_task_gate_though_accuracy_is_shown_b
     d = registry.promote(params)
     task = next(g for g in d["gates"] if g["name"] == "task")
     assert task["detail"].split(": ", 2)[1].startswith("pass")  # accuracy: shown better
-    assert task["outcome"] == "fail" and "part all: null-for-present 0.000 -> 0.250" in task["detail"]
+    assert task["outcome"] == "fail" and "part all: stated values not given (null, left out or unparsed) 0.000 -> " \
+        "0.250" in task["detail"]
     assert "abstention shown up by more than 0.02" in task["detail"] and aliases(project)["champion"] == champ
+
+
+def test_a_first_candidate_that_answers_is_no_abstainer_against_a_base_model_that_does_not(project):
+    """The base model parses few answers, so it states few nulls: against it a candidate that answers, with a null
+    or two, gives more stated values, not fewer (an unparsed answer gives none of them)."""
+    params = load_params(project / "params.yaml")
+    set_evals(project, nulls=1, unparsed=("base",), base=[0] * N_TASKS, sft=[2] * N_TASKS)
+    register(project, "sft")
+    d = registry.promote(params)
+    task = next(g for g in d["gates"] if g["name"] == "task")
+    assert task["outcome"] == "pass" and "abstention" not in task["detail"], task["detail"]
 
 
 def test_a_challenger_whose_interval_straddles_the_margin_is_inconclusive_and_stays(project):
