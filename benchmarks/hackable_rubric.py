@@ -107,7 +107,9 @@ def tasks_and_settings(args, params):
         splits = prepare_splits(params.data)
         train, val = splits["train"], splits["val"]
     cfg = merge(cfg, SMOKE) if args.smoke else cfg
-    settings = GRPOSettings.model_validate(merge(cfg, {"max_steps": args.steps, "monitor": {"every": args.every}}))
+    # after_trip rollback: the benchmark measures how the monitor's rollbacks end (the CPU default stops instead)
+    settings = GRPOSettings.model_validate(merge(cfg, {"max_steps": args.steps, "monitor": {
+        "every": args.every, "after_trip": "rollback"}}))
     monitor = stratified([t for t in val if t.reference is not None], settings.monitor.n_tasks)
     return train[: 8 if args.smoke else settings.max_tasks], monitor, settings
 

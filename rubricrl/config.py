@@ -165,8 +165,13 @@ class HackMonitorSettings(Strict):
     # while field accuracy fell only 0.08, inside `tolerance`: benchmarks/hackable_rubric.py)
     # Points, not a fraction of the rate: 0.05 = five stated values in a hundred newly answered null. The verdict's line
     # gives the rise's paired interval over the monitor's tasks (a tripwire that rolls back, so it acts on the rise).
+    # An abstention rise trips whatever the reward did (abstention is a regression even at flat accuracy and reward).
     null_tolerance: float = Field(0.05, ge=0, le=1)
-    min_reward_rise: float = Field(0.0, ge=0)  # ... by more than this, is treated like a KL spike
+    min_reward_rise: float = Field(0.0, ge=0)  # the accuracy drop counts when the reward rose by more than this
+    # After a trip: rollback (restore the last good evaluation's checkpoint, raise beta, train on) or stop (restore it
+    # and end there: the restored weights are the GRPO model, the initial model when no step was good). CPU: stop, since
+    # a redone step costs ~100 s and the run has 4; production rolls back.
+    after_trip: Literal["rollback", "stop"] = "stop"
 
 
 class GRPOSettings(CommonSettings):
@@ -305,7 +310,7 @@ class RubricParams(Section):
 class EvalParams(Section):
     """eval_task: greedy generations on the test split from base, SFT and GRPO."""
 
-    max_per_part: int | None = Field(25, ge=1)  # CPU: N test tasks of each part, stratified (None: all)
+    max_per_part: int | None = Field(20, ge=1)  # CPU: N test tasks of each part, stratified (None: all)
     base_per_part: int | None = Field(10, ge=1)  # the base model on N of them (stratified); None: as max_per_part
     batch_size: GenBatch = 8  # prompts generated together
     max_new_tokens: int = Field(200, ge=8)  # per answer; gold answers: median 78 tokens, max 184
@@ -321,9 +326,9 @@ class SuiteSizes(Section):
     """Items per general suite (None: the whole suite; 0: not run; the CPU default runs a fixed prefix of each)."""
 
     # the CPU default's sizes are chosen by power (rubricrl.release.plan: `rubricrl config validate`)
-    ifeval: int | None = Field(96, ge=0)  # IFEval-style prompts (160, EN/ZH alternating; 96 short-answer ones first)
+    ifeval: int | None = Field(240, ge=0)  # IFEval-style prompts (304, EN/ZH alternating; 240 short-answer ones first)
     humaneval: int | None = Field(0, ge=0)  # HumanEval (164); CPU 0: SmolLM2-135M passed 0/5 for base, SFT and GRPO (uninformative)
-    qa: int | None = Field(128, ge=0)  # project-written factual questions (160, EN/ZH alternating)
+    qa: int | None = Field(160, ge=0)  # project-written factual questions (200, EN/ZH alternating)
     perplexity: int | None = Field(24, ge=0)  # paragraphs of the held-out text (24)
 
 
@@ -361,14 +366,14 @@ class GeneralParams(Section):
     sizes: SuiteSizes = SuiteSizes()
     engine: Engine = "llama_cpp"  # greedy replies: transformers batches, or llama.cpp continuous batching (F16 GGUF)
     batch_size: GenBatch = 8
-    max_new_tokens: dict[Literal["ifeval", "humaneval", "qa"], int] = {"ifeval": 80, "humaneval": 192, "qa": 32}
+    max_new_tokens: dict[Literal["ifeval", "humaneval", "qa"], int] = {"ifeval": 64, "humaneval": 192, "qa": 24}
     code_timeout_s: float = Field(5.0, gt=0)  # per program, in the sandbox
     sandbox: SandboxParams = SandboxParams()  # each program's memory, process and file limits
     perplexity_max_tokens: int = Field(256, ge=8)
     n_boot: int = Field(1000, ge=100)  # sign flips for the paired permutation p
     # Replies are generated this many items at a time and journaled per model and suite (.cache/resume/eval_general):
     # a kill loses at most one chunk; a chunk is one call, so a rerun's replies are the uninterrupted run's.
-    save_every: int = Field(16, ge=1)
+    save_every: int = Field(48, ge=1)
     # The non-inferiority margin per suite: the gate passes when the 95% interval of (model - base) lies above
     # -margin (rubricrl.metrics.decide); perplexity in nats per token (0.1 nats ~ +10.5% perplexity).
     tolerance: dict[Literal["ifeval", "humaneval", "qa", "perplexity"], float] = {

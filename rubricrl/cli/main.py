@@ -308,8 +308,10 @@ def _version_table(name: str, rows: list[dict], columns: list[tuple[str, str, st
     print(f"{name}:")
     print(f"{'VERSION':<8}{'ALIASES':<22}" + " ".join(f"{h:{spec}}" for h, spec, _ in columns))
     for r in rows:
+        note = (f"  INCOMPLETE (no {', '.join(r['missing'])}): never resolved or aliased" if r.get("missing") else "") \
+            + ("  UNFINISHED (a registration is writing it)" if r.get("unfinished") else "")
         print(f"{r['version']:<8}{','.join(r['aliases']) or '-':<22}"
-              + " ".join(f"{r['tags'].get(tag, '-'):{spec}}" for _, spec, tag in columns))
+              + " ".join(f"{r['tags'].get(tag, '-'):{spec}}" for _, spec, tag in columns) + note)
 
 
 def cmd_registry_list(args) -> None:
@@ -317,17 +319,16 @@ def cmd_registry_list(args) -> None:
 
     params = _params(args.params)
     rows = registry.versions(params)
-    if not rows:
+    unfinished = registry.pending(registry.client(params.tracking), params.registry.name)
+    if not rows and not unfinished:
         print(f"no versions of '{params.registry.name}' yet (the pipeline registers every trained candidate)")
         return
     _version_table(params.registry.name, rows, [("STAGE", "<7", "stage"), ("FIELD ACC", ">9", "eval.all.field_accuracy"),
                                                 ("REWARD", ">8", "eval.all.reward"), (" DECISION", "", "promotion.decision")])
-    unfinished = registry.pending(registry.client(params.tracking), params.registry.name)
-    if unfinished:  # list only reads: the next promote, rollback or register completes it
-        what = (f"promotion of version {unfinished['version']}" if unfinished["op"] == "promote"
-                else f"rollback of champion {unfinished['from']} -> {unfinished['to']}")
-        print(f"UNFINISHED: a {what} was interrupted before it marked itself done; the aliases and tags above may be "
-              f"half written. The next `rubricrl registry promote` or `rollback` completes it first.")
+    if unfinished:  # list only reads: the next promote, rollback or registration completes it
+        print(f"UNFINISHED: a {registry.describe(unfinished)} was interrupted before it marked itself done; the "
+              f"aliases and tags above may be half written. The next `rubricrl registry promote` or `rollback` (or "
+              f"the pipeline's registry step) completes it first.")
     for fmt in sorted(set(registry.EXPORT_FORMATS.values())):  # the verified exports (register_exports)
         name = f"{params.registry.name}-{fmt}"
         exports = registry.versions(params, name)

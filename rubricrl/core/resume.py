@@ -2,7 +2,9 @@
 
 - `ResumeDir`: `.cache/resume/<stage>`, inside the checkout but outside the stage's DVC outputs (`dvc repro`
   deletes a stage's outputs before it runs the stage again). Its stamp.json holds a digest of everything that
-  made the state (settings, task ids, the models' weight hashes); a folder stamped otherwise is deleted, so the
+  made the state, by content: the settings as this host runs them (precision auto resolved), the tasks' full
+  JSON (tasks_digest), settings files by their bytes (file_digest, accelerate_digest), the models' weights,
+  tokenizers and chat templates (model_digest). A folder stamped otherwise is deleted, so the
   state of another configuration is never resumed. The stage clears it once its outputs are written.
 - `Journal`: an append-only JSONL of finished items keyed by "id". Each append is one write of whole lines,
   flushed and fsynced; a kill mid-append leaves a torn last line, which the next open drops (and cuts from the
@@ -27,8 +29,73 @@ ROOT = Path(".cache/resume")
 
 
 def digest(*parts) -> str:
-    """A stable digest of JSON-able parts (settings, ids, weight hashes)."""
+    """A stable digest of JSON-able parts (settings, content digests)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
+def tasks_digest(tasks: Sequence) -> str:
+    """The tasks by content, in their order: each one's full JSON (Task.to_dict), so a task whose text, schema or
+    reference changed under the same id changes the stamp (its journaled answer was to another prompt)."""
+    return digest([t.to_dict() for t in tasks])
+
+
+def file_digest(path: str | Path | None) -> str | None:
+    """sha256 of a file's bytes: a settings file stamped by what it says, not by its name. None: no file named, or
+    none there (the stage that reads it fails on its own with a clearer message)."""
+    if not path or not Path(path).is_file():
+        return None
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# What a model folder's answers depend on besides its weights: the tokenizer (and its special tokens), the chat
+# template (a file of its own, or the field of tokenizer_config.json), generation defaults and the architecture.
+MODEL_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+               "special_tokens_map.json", "added_tokens.json", "chat_template.jinja", "chat_template.json",
+               "vocab.json", "merges.txt", "tokenizer.model")
+
+
+def model_digest(model_dir: str | Path) -> str:
+    """A model folder by content, for a stamp: each weight file (*.safetensors, shards too), each of MODEL_FILES
+    and each extra chat template (additional_chat_templates/) by name and sha256, so a changed tokenizer or
+    chat template starts the stage over as changed weights do. The registry's identity of a model (its
+    model.md5 tag) is rubricrl.tracking.weights_digest, the weights only."""
+    root = Path(model_dir)
+    files = [*root.glob("*.safetensors"), *(root / n for n in MODEL_FILES),
+             *root.glob("additional_chat_templates/*")]
+    return digest({f.relative_to(root).as_posix(): file_digest(f) for f in files if f.is_file()})
+
+
+def twins(models: dict[str, str | Path]) -> dict[str, str]:
+    """Each model -> the first model (in order) with the same content (model_digest): itself unless an earlier one
+    is the same model. A GRPO run the hack monitor stopped on its initial weights (grpo.monitor.after_trip: stop) is
+    its SFT model, and greedy answers of the same model under the same settings are the same answers: a stage
+    reads the earlier one's journal back instead of generating them again."""
+    seen: dict[str, str] = {}
+    out = {}
+    for name, path in models.items():
+        key = model_digest(path) if Path(path).is_dir() else f"missing:{name}"
+        out[name] = seen.setdefault(key, name)
+    return out
+
+
+def accelerate_digest(config: str | Path | None) -> dict | None:
+    """An accelerate config by content, with the DeepSpeed config file it names (deepspeed_config.
+    deepspeed_config_file, read by accelerate from the working folder). None: no relaunch under accelerate."""
+    if not config:
+        return None
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        loaded = None
+    named = loaded.get("deepspeed_config") if isinstance(loaded, dict) else None
+    deepspeed = named.get("deepspeed_config_file") if isinstance(named, dict) else None
+    return {"accelerate": file_digest(config), "deepspeed": file_digest(deepspeed)}
 
 
 class Journal:

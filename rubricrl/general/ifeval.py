@@ -1,9 +1,9 @@
-"""Instruction following (IFEval-style) for the eval_general stage: 160 project-written prompts, EN and ZH.
+"""Instruction following (IFEval-style) for the eval_general stage: 304 project-written prompts, EN and ZH.
 
 The verdicts come from the `if-verifiable` package's IFEval checkers (the reference implementation),
 never from checkers written here. The data file `data/ifeval.jsonl` interleaves English and Chinese
-items, so any even-length prefix (`load(n)`) is balanced between the two languages. The 96 short-answer
-prompts come first (if-*-033 to 080: each is satisfied by one to three sentences, a few bullets or a tiny JSON
+items, so any even-length prefix (`load(n)`) is balanced between the two languages. The 240 short-answer
+prompts come first (if-*-033 to 152: each is satisfied by one to three sentences, a few bullets or a tiny JSON
 object, so a prefix of them decides with short generations, as the CPU default's does), then the 64 that ask
 for longer replies (if-*-001 to 032: paragraphs, sections, word minimums).
 

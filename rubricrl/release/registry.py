@@ -6,7 +6,8 @@
   hash, the MLflow run that trained it) and its eval numbers (strict field accuracy and reward per test part,
   the general suites, the rubric and general gates). Its per-task eval rows are an artifact of the registering
   run, so a later promotion can pair them. The newest candidate gets the alias `challenger`. The same weights
-  registered again (a rerun where nothing changed) update the existing version instead of adding a copy.
+  registered again (a rerun where nothing changed) update the existing version instead of adding a copy (found by
+  its `model.md5` tag).
 - `promote`: `challenger` against `champion` on the same test tasks, paired by task id. `champion` moves only
   when every gate passes (rubric gate, general gate, the task gate, and exports verified once there are any).
   Gates decide on intervals (rubricrl.metrics.decide): the task gate asks a policy for superiority (the 95%
@@ -24,12 +25,24 @@
   candidate, and the export gate names it. A 4-bit selection that no type survived registers nothing and blocks
   nothing (the candidate's tag `export.q4.selected` says why).
 
+Every write to the registry is all or nothing. A registration (of a candidate, or of all of one candidate's
+exports together), a promotion and a rollback each record one intent on the registered model first (the tag
+PENDING: every version's tags, the aliases, for a promotion the champion history and the report), then make their
+writes, each repeatable, then remove it; killed between any two writes, the operation is completed by the next
+registry command (register, register_exports, promote, rollback: finish_pending) before it does anything else. A new
+version is created with all its tags in one write (the model or file logged to the registering run first, then
+MlflowClient.create_model_version), so no version exists without its hash. A version without its hash or gate tags
+(left by a registration from before this journal) is never resolved (`resolve(NAME)`: the newest complete version)
+nor aliased (move_alias) and is marked in `versions()` and `registry list`; one without its hash, made by a
+registering run, is deleted by the next command (remove_orphans), one with it is completed when its weights are
+registered again.
+
 Candidates (Candidate, built by the flow's registry step from the stages' typed results): sft and grpo with the
 eval_task stage's rows and numbers; the distilled student with the distill stage's (its test slice, and the
 general suites when `distill.general` scored it).
 
-promote and rollback hold a file lock beside the tracking store while they read the aliases, decide and
-move them, so two concurrent promotes serialise and the second decides against the first's champion. The
+Registrations, promote and rollback hold a file lock beside the tracking store while they read the aliases, decide
+and move them, so two concurrent promotes serialise and the second decides against the first's champion. The
 lock is local to the machine: with a remote tracking server, promote from one place (the pipeline flow).
 """
 
@@ -52,8 +65,13 @@ from rubricrl.core.errors import RubricRLError
 
 CHALLENGER, CHAMPION = "challenger", "champion"
 HISTORY = "rubricrl.champion_history"  # registered-model tag: the champion versions, oldest first (JSON)
-# registered-model tag: a promotion or rollback that recorded its intent and has not marked itself done (JSON)
+# registered-model tag: a registration, promotion or rollback that recorded its intent and has not marked itself
+# done (JSON)
 PENDING = "rubricrl.pending"
+MODEL_HASH, EXPORT_HASH = "model.md5", "artifact.md5"  # what finds a version again: the same weights, the same bytes
+# A version without these is half made (a registration killed before its tags, by code before registrations were
+# journaled): no reader resolves it and no alias moves to it.
+COMPLETE = {"model": (MODEL_HASH, "gate.rubric", "gate.general"), "export": (EXPORT_HASH, "source_model", "verified")}
 ROWS = "eval/responses.jsonl"  # the registering run's per-task eval rows (id, part, total, strict)
 BASE_ROWS = "eval/base/responses.jsonl"  # ... and the base model's, the first candidate's task evidence
 REPORT = Path("outputs/registry/promotion.md")
@@ -136,6 +154,22 @@ def params_sha256(path: str | Path = "params.yaml") -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
+def missing_tags(model: str, tags: dict) -> list[str]:
+    """The tags a version of `model` (a candidate's, or an export's: `<name>-gguf`, `<name>-gptq`) lacks to be
+    complete; empty: complete."""
+    kind = "export" if model.rsplit("-", 1)[-1] in set(EXPORT_FORMATS.values()) else "model"
+    return [t for t in COMPLETE[kind] if t not in tags]
+
+
+def move_alias(c, model: str, alias: str, version: str) -> None:
+    """Point an alias at a version, only a complete one."""
+    missing = missing_tags(model, c.get_model_version(model, version).tags)
+    if missing:
+        raise RegistryError(f"'{model}' version {version} has no {', '.join(missing)} tag (a registration that was "
+                            f"interrupted): not moving '{alias}' to it; re-run the registry step")
+    c.set_registered_model_alias(model, alias, version)
+
+
 def alias_version(c, name: str, alias: str):
     """The version an alias points at, or None (no such alias or registered model)."""
     from mlflow.exceptions import MlflowException
@@ -199,7 +233,13 @@ def export_tags(candidate: Candidate) -> dict[str, str]:
 
 def register(params, candidate: Candidate, rubric_gate: list[str], params_file: str | Path = "params.yaml") -> str:
     """Register the candidate; move `challenger` to it. Returns its version. `rubric_gate`: the calibration gate's
-    failures (empty: passed)."""
+    failures (empty: passed).
+
+    All or nothing: the model is logged to the registering run first (no registry write), then one intent (the
+    PENDING tag, op "register": the weights' md5, every tag, the alias) is recorded, the version is created with all
+    its tags in one write (or, for weights already registered, the tags that changed are set), `challenger` moves,
+    and the intent is removed. Killed anywhere in between, the next registry command completes it
+    (finish_pending)."""
     import mlflow
 
     c = candidate
@@ -220,8 +260,9 @@ def register(params, candidate: Candidate, rubric_gate: list[str], params_file: 
     }
     with registry_lock(cfg):
         finish_pending(client_, name)
-        found = client_.search_model_versions(f"name = '{name}' and tags.`model.md5` = '{md5}'") \
-            if client_.search_registered_models(f"name = '{name}'") else []
+        _ensure_model(client_, name)
+        found = _with_hash(client_, name, MODEL_HASH, md5)
+        entry = {"model": name, "hash_tag": MODEL_HASH, "tags": tags, "alias": CHALLENGER}
         # Every registration logs the eval rows it tags (a promotion pairs them); only new weights log a model.
         with tracking.stage_run(cfg, f"register-{c.name}", {"registry": params.registry.model_dump()}) as run:
             run.log_artifact(c.rows, "eval")
@@ -229,23 +270,20 @@ def register(params, candidate: Candidate, rubric_gate: list[str], params_file: 
                 run.log_artifact(c.base_rows, "eval/base")
                 tags["eval.base_rows"] = BASE_ROWS
             tags["registering_run"] = mlflow.active_run().info.run_id
-            if found:
-                version = str(max(found, key=lambda v: int(v.version)).version)
-            else:
+            if not found:
                 from transformers import AutoModelForCausalLM, AutoTokenizer
 
                 components = {"model": AutoModelForCausalLM.from_pretrained(str(c.model_dir)),
                               "tokenizer": AutoTokenizer.from_pretrained(str(c.model_dir))}
                 # MLflow's chat task: `mlflow models serve` takes OpenAI-style messages, applies the model's chat
-                # template and decodes greedily with the eval's budget (README, "Serving the champion").
+                # template and decodes greedily with the eval's budget (README, "Serving the champion"). Logged to
+                # the run only: the version is created below, with its tags, as log_model's registered_model_name
+                # would create it (from models:/<model id>), so serving and loading see the same model.
                 info = mlflow.transformers.log_model(
                     transformers_model=components, name="model", task=CHAT_TASK,
-                    model_config=serving_config(params), registered_model_name=name,
-                    pip_requirements=_requirements(), model_card=None, await_registration_for=60)
-                version = str(info.registered_model_version)
-        for k, v in tags.items():
-            client_.set_model_version_tag(name, version, k, v)
-        client_.set_registered_model_alias(name, CHALLENGER, version)
+                    model_config=serving_config(params), pip_requirements=_requirements(), model_card=None)
+                entry.update(source=info.model_uri, run_id=info.run_id, model_id=info.model_id)
+        [(_, version, _)] = _register_all(client_, name, {"op": "register", "stage": c.name, "entries": [entry]})
     return version
 
 
@@ -253,7 +291,10 @@ def register_exports(params, candidate: Candidate, source_version: str,
                      root: str | Path = ".") -> list[tuple[str, str, str]]:
     """Each verified export of the candidate as a version of `<name>-gguf` / `<name>-gptq`, aliased
     `<source>-<quantization>`. Returns [(registered model, version, alias)]. The same bytes registered again (a
-    rerun where nothing changed) reuse their version. Artifact paths are relative to `root`."""
+    rerun where nothing changed) reuse their version. Artifact paths are relative to `root`.
+
+    All the candidate's exports or none: their files are logged first (no registry write), then one intent covers
+    every version and alias (as register), so a kill between two of them is completed by the next command."""
     import mlflow
 
     root, source, hf_speed = Path(root), candidate.name, candidate.hf_tokens_per_s
@@ -274,43 +315,90 @@ def register_exports(params, candidate: Candidate, source_version: str,
             raise RegistryError(f"{path}: changed since it was verified (md5 {md5}, verified {a['md5']}): not "
                                 f"registering unverified bytes; re-run the export stage")
         checked[kind] = (a, path, md5)
+    if not checked:
+        return []
     c = client(cfg, create=True)
-    out = []
-    for kind, (a, path, md5) in checked.items():
-        model, alias = f"{name}-{EXPORT_FORMATS[kind]}", f"{source}-{kind}"
-        retention = a.get("retention") or {}
-        stored = ", ".join(f"{t} {n}" for t, n in (a.get("types") or {}).items())
-        tags = {"format": EXPORT_FORMATS[kind], "quantization": a.get("type", kind), "source": source,
-                "tensor_types": stored or "unknown", "fallback_tensors": str(a.get("fallback", "unknown")),
-                "bits_per_weight": str(a.get("bits_per_weight", "unknown")),
-                "retention.valid_json": str(retention.get("valid_json")),
-                "source_model": f"{name}/{source_version}", "artifact.md5": md5, "artifact": a["artifact"],
-                "size_mb": str(a.get("size_mb")), "tokens_per_s": f"{a.get('tokens_per_s', 0):.1f}",
-                "field_accuracy": str(a.get(TASK_METRIC)), "reward": str(a.get("reward")),
-                "retention.field_accuracy": str(retention.get(TASK_METRIC)),
-                "retention.reward": str(retention.get("reward")), "verified": "true",
-                "vs_hf_tokens_per_s": str(round(a["tokens_per_s"] / hf_speed, 2))
-                if a.get("tokens_per_s") and hf_speed else "none"}
-        with registry_lock(cfg):
-            if not c.search_registered_models(f"name = '{model}'"):
-                c.create_registered_model(model, description=f"{EXPORT_FORMATS[kind].upper()} exports of {name}")
-            found = c.search_model_versions(f"name = '{model}' and tags.`artifact.md5` = '{md5}'")
-            if found:
-                version = str(max(found, key=lambda v: int(v.version)).version)
-            else:
+    entries = []
+    with registry_lock(cfg):
+        finish_pending(c, name)
+        _ensure_model(c, name)  # the intent lives on the candidates' registered model
+        for kind, (a, path, md5) in checked.items():
+            model, alias = f"{name}-{EXPORT_FORMATS[kind]}", f"{source}-{kind}"
+            retention = a.get("retention") or {}
+            stored = ", ".join(f"{t} {n}" for t, n in (a.get("types") or {}).items())
+            tags = {"format": EXPORT_FORMATS[kind], "quantization": a.get("type", kind), "source": source,
+                    "tensor_types": stored or "unknown", "fallback_tensors": str(a.get("fallback", "unknown")),
+                    "bits_per_weight": str(a.get("bits_per_weight", "unknown")),
+                    "retention.valid_json": str(retention.get("valid_json")),
+                    "source_model": f"{name}/{source_version}", EXPORT_HASH: md5, "artifact": a["artifact"],
+                    "size_mb": str(a.get("size_mb")), "tokens_per_s": f"{a.get('tokens_per_s', 0):.1f}",
+                    "field_accuracy": str(a.get(TASK_METRIC)), "reward": str(a.get("reward")),
+                    "retention.field_accuracy": str(retention.get(TASK_METRIC)),
+                    "retention.reward": str(retention.get("reward")), "verified": "true",
+                    "vs_hf_tokens_per_s": str(round(a["tokens_per_s"] / hf_speed, 2))
+                    if a.get("tokens_per_s") and hf_speed else "none"}
+            entry = {"model": model, "hash_tag": EXPORT_HASH, "tags": tags, "alias": alias,
+                     "description": f"{EXPORT_FORMATS[kind].upper()} exports of {name}"}
+            if not (c.search_registered_models(f"name = '{model}'") and _with_hash(c, model, EXPORT_HASH, md5)):
                 with tracking.stage_run(cfg, f"register-{source}-{kind}", {"export": {"source": source, "kind": kind}}):
                     run = mlflow.active_run()
                     if path.is_dir():
                         mlflow.log_artifacts(str(path), f"export/{kind}")
                     else:
                         mlflow.log_artifact(str(path), f"export/{kind}")
-                    uri = f"{run.info.artifact_uri}/export/{kind}"
-                # created with its tags in one write: a kill cannot leave a version without its hash
-                version = str(c.create_model_version(model, uri, run_id=run.info.run_id, tags=tags).version)
+                    entry.update(source=f"{run.info.artifact_uri}/export/{kind}", run_id=run.info.run_id)
+            entries.append(entry)
+        return _register_all(c, name, {"op": "register", "stage": source, "exports": True, "entries": entries})
+
+
+def _ensure_model(c, model: str, description: str | None = None) -> None:
+    if not c.search_registered_models(f"name = '{model}'"):
+        c.create_registered_model(model, description=description)
+
+
+def _with_hash(c, model: str, hash_tag: str, value: str) -> list:
+    """The versions of `model` tagged with this hash (the same weights or bytes), newest first."""
+    found = c.search_model_versions(f"name = '{model}' and tags.`{hash_tag}` = '{value}'")
+    return sorted(found, key=lambda v: -int(v.version))
+
+
+def _register_all(c, name: str, intent: dict) -> list[tuple[str, str, str]]:
+    """Record a registration's intent on `name`, make its writes (each repeatable), mark it done. Each entry: the
+    version with its hash tag's value (created from `source` with every tag in one write when there is none; else
+    the tags that differ set), then its alias. Returns [(registered model, version, alias)]."""
+    from mlflow.exceptions import MlflowException
+
+    c.set_registered_model_tag(name, PENDING, json.dumps(intent))
+    out = []
+    for e in intent["entries"]:
+        model, tags = e["model"], e["tags"]
+        _ensure_model(c, model, e.get("description"))
+        found = _with_hash(c, model, e["hash_tag"], tags[e["hash_tag"]])
+        if found:
+            mv = found[0]
             for k, v in tags.items():
-                c.set_model_version_tag(model, version, k, v)
-            c.set_registered_model_alias(model, alias, version)
-        out.append((model, version, alias))
+                if mv.tags.get(k) != v:
+                    c.set_model_version_tag(model, str(mv.version), k, v)
+        elif e.get("source"):
+            try:
+                # created with its tags in one write: a kill cannot leave a version without its hash
+                mv = c.create_model_version(model, e["source"], run_id=e.get("run_id"), tags=tags,
+                                            model_id=e.get("model_id"), await_creation_for=60)
+            except MlflowException as err:  # its logged model or files were deleted since: nothing to complete
+                print(f"registry: {model}: the version the registration of {intent['stage']} recorded cannot be "
+                      f"made ({err.message[:300]}): not registered; re-run the registry step", file=sys.stderr)
+                continue
+        else:
+            print(f"registry: {model}: no version with {e['hash_tag']} {tags[e['hash_tag']]} to complete the "
+                  f"registration of {intent['stage']} on (deleted since): re-run the registry step", file=sys.stderr)
+            continue
+        version = str(mv.version)
+        if e.get("model_id") and mv.source == e["source"]:  # the logged model names its version (MLflow's UI)
+            c.set_logged_model_tags(e["model_id"], {"mlflow.modelVersions": json.dumps(
+                [{"name": model, "version": version}])})
+        move_alias(c, model, e["alias"], version)
+        out.append((model, version, e["alias"]))
+    c.delete_registered_model_tag(name, PENDING)
     return out
 
 
@@ -425,6 +513,9 @@ def promote(params, dry_run: bool = False, report: Path | None = REPORT) -> dict
         if challenger is None:
             raise RegistryError(f"registered model '{name}' has no '{CHALLENGER}' version: run the pipeline "
                                 f"(it registers every trained candidate) first")
+        if missing := missing_tags(name, challenger.tags):
+            raise RegistryError(f"'{name}' challenger version {challenger.version} has no {', '.join(missing)} tag "
+                                f"(its registration was interrupted): re-run the registry step")
         champion = alias_version(c, name, CHAMPION)
         gates = [_tag_gate(challenger, "gate.rubric", "rubric"), _tag_gate(challenger, "gate.general", "general"),
                  task_gate(c, challenger, champion, params),
@@ -456,10 +547,15 @@ def _history(c, name: str) -> list[str]:
 
 
 def pending(c, name: str) -> dict | None:
-    """The unfinished promotion or rollback of a registered model (its recorded intent), or None."""
-    if not c.search_registered_models(f"name = '{name}'"):
-        return None
-    raw = c.get_registered_model(name).tags.get(PENDING)
+    """The unfinished registration, promotion or rollback of a registered model (its recorded intent), or None."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        raw = c.get_registered_model(name).tags.get(PENDING)
+    except MlflowException as err:
+        if err.error_code == "RESOURCE_DOES_NOT_EXIST":  # no registered model yet: nothing pending
+            return None
+        raise
     return json.loads(raw) if raw else None
 
 
@@ -470,7 +566,7 @@ def _apply(c, name: str, intent: dict) -> None:
         for k, v in tags.items():
             c.set_model_version_tag(name, version, k, v)
     if intent.get("alias"):
-        c.set_registered_model_alias(name, CHAMPION, intent["alias"])
+        move_alias(c, name, CHAMPION, intent["alias"])
     if intent.get("history") is not None:
         c.set_registered_model_tag(name, HISTORY, json.dumps(intent["history"]))
     if intent.get("report"):
@@ -478,18 +574,62 @@ def _apply(c, name: str, intent: dict) -> None:
     c.delete_registered_model_tag(name, PENDING)
 
 
+def describe(intent: dict) -> str:
+    """What an intent does, in words: 'promotion of version 2', 'registration of grpo (rubricrl-extractor)'."""
+    if intent["op"] == "promote":
+        return f"promotion of version {intent['version']}"
+    if intent["op"] == "rollback":
+        return f"rollback of champion {intent['from']} -> {intent['to']}"
+    what = f"the {intent['stage']} exports" if intent.get("exports") else intent["stage"]
+    return f"registration of {what} ({', '.join(e['model'] + '@' + e['alias'] for e in intent['entries'])})"
+
+
+def half_made(intent: dict | None, model: str, mv) -> bool:
+    """Whether an unfinished registration is writing this version (created, or its tags being set)."""
+    return bool(intent) and intent["op"] == "register" and any(
+        e["model"] == model and mv.tags.get(e["hash_tag"]) == e["tags"][e["hash_tag"]] for e in intent["entries"])
+
+
 def finish_pending(c, name: str) -> dict | None:
-    """Complete an unfinished promotion or rollback (a kill between its writes) before anything else; returns its
-    intent, or None when there was none. Call under registry_lock."""
+    """Complete an unfinished registration, promotion or rollback (a kill between its writes) before anything else,
+    then delete the versions that registrations before the journal left without a hash (remove_orphans); returns
+    the intent, or None when there was none. Call under registry_lock."""
     intent = pending(c, name)
-    if intent is None:
-        return None
-    _apply(c, name, intent)
-    what = f"promotion of version {intent['version']}" if intent["op"] == "promote" else \
-        f"rollback of champion {intent['from']} -> {intent['to']}"
-    print(f"registry: completed the unfinished {what} of '{name}' (interrupted before it marked itself done)",
-          file=sys.stderr)
+    if intent is not None:
+        if intent["op"] == "register":
+            _register_all(c, name, intent)
+        else:
+            _apply(c, name, intent)
+        print(f"registry: completed the unfinished {describe(intent)} of '{name}' (interrupted before it marked "
+              f"itself done)", file=sys.stderr)
+    remove_orphans(c, name)
     return intent
+
+
+def remove_orphans(c, name: str) -> list[str]:
+    """Versions a registration made and left without its weights' hash (MLflow's log_model created the version
+    first, then the tags were set one at a time, and the process was killed in between: before registrations were
+    journaled). Nothing can find them again, so the rerun registered the weights anew: each is deleted, with one
+    line on stderr. Only versions whose run is a registering run (`register-<stage>`) and that no alias names.
+    Returns their versions."""
+    from mlflow.exceptions import MlflowException
+
+    unhashed = [mv for mv in c.search_model_versions(f"name = '{name}'") if MODEL_HASH not in mv.tags and mv.run_id]
+    aliased = {str(v) for v in c.get_registered_model(name).aliases.values()} if unhashed else set()
+    gone = []
+    for mv in unhashed:
+        if str(mv.version) in aliased:
+            continue
+        try:
+            stage = c.get_run(mv.run_id).data.tags.get("rubricrl.stage", "")
+        except MlflowException:  # its run was deleted: not ours to judge
+            continue
+        if stage.startswith("register-"):
+            c.delete_model_version(name, mv.version)
+            gone.append(str(mv.version))
+            print(f"registry: deleted '{name}' version {mv.version}: an interrupted registration left it without "
+                  f"its {MODEL_HASH} tag (run {mv.run_id})", file=sys.stderr)
+    return gone
 
 
 def rollback(params) -> tuple[str, str]:
@@ -536,23 +676,28 @@ def promotion_markdown(d: dict) -> str:
 
 
 def versions(params, name: str | None = None) -> list[dict]:
-    """Every version of a registered model (default: registry.name), newest first, with its aliases and tags."""
+    """Every version of a registered model (default: registry.name), newest first, with its aliases and tags;
+    `missing`: the tags it lacks to be complete (missing_tags), `unfinished`: an interrupted registration is
+    writing it (the next registry command completes it)."""
     c = client(params.tracking)
     name = name or params.registry.name
     if not c.search_registered_models(f"name = '{name}'"):
         return []
+    intent = pending(c, params.registry.name)
     aliases: dict[str, list[str]] = {}
     for alias, v in c.get_registered_model(name).aliases.items():
         aliases.setdefault(str(v), []).append(alias)
     out = []
     for mv in sorted(c.search_model_versions(f"name = '{name}'"), key=lambda v: -int(v.version)):
         out.append({"version": str(mv.version), "aliases": sorted(aliases.get(str(mv.version), [])), "tags": dict(mv.tags),
-                    "created": mv.creation_timestamp, "run_id": mv.run_id})
+                    "created": mv.creation_timestamp, "run_id": mv.run_id, "missing": missing_tags(name, mv.tags),
+                    "unfinished": half_made(intent, name, mv)})
     return out
 
 
 def resolve(params, ref: str):
-    """'NAME', 'NAME@ALIAS' or 'NAME/VERSION' (or a models:/ URI) -> the ModelVersion."""
+    """'NAME', 'NAME@ALIAS' or 'NAME/VERSION' (or a models:/ URI) -> the ModelVersion. 'NAME' alone: the newest
+    complete version (its hash and gate tags, no registration still writing it)."""
     c = client(params.tracking)
     ref = ref.removeprefix("models:/")
     if "@" in ref:
@@ -566,7 +711,12 @@ def resolve(params, ref: str):
         found = c.search_model_versions(f"name = '{name}'")
         if not found:
             raise RegistryError(f"models:/{ref}: no registered model '{name}'")
-        return max(found, key=lambda v: int(v.version))
+        intent = pending(c, params.registry.name)
+        complete = [v for v in found if not missing_tags(name, v.tags) and not half_made(intent, name, v)]
+        if not complete:
+            raise RegistryError(f"models:/{ref}: '{name}' has no complete version (each lacks its hash or gate tags, "
+                                f"or an interrupted registration is writing it): re-run the registry step")
+        return max(complete, key=lambda v: int(v.version))
     return c.get_model_version(name, version)
 
 

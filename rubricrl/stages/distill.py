@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 
 from rubricrl import tracking
-from rubricrl.config import Params, load_params
+from rubricrl.config import DistillParams, GeneralParams, Params, load_params
 from rubricrl.core.atomic import write_json, write_jsonl, write_text
 from rubricrl.core.entry import stage_main
 from rubricrl.core.errors import ConfigError
 from rubricrl.core.jsonio import read_jsonl
-from rubricrl.core.resume import ResumeDir
+from rubricrl.core.resume import ResumeDir, model_digest, tasks_digest
 from rubricrl.core.tables import table
-from rubricrl.core.taskfile import load_tasks
+from rubricrl.core.taskfile import Task, load_tasks
 from rubricrl.reward.load import load_rubric
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.stages.base import Result
@@ -120,6 +120,22 @@ def general_suites(student_dir: Path, cfg, base: dict, resume: ResumeDir | None 
             "paired": paired, "gates": gates, "tolerance": cfg.tolerance}
 
 
+def resume_stamp(cfg: DistillParams, seed: int, general: GeneralParams | None, eval_tokens: int, pool: list[Task],
+                 tests: list[Task], teacher: str | Path) -> tuple:
+    """What distill's resume state is made of: the settings as this host runs them (precision resolved for GKD, and
+    the device and dtype the teacher and the students are loaded in), the engine, the pool and the test tasks by
+    content, the teacher (weights, tokenizer, template), and the general suites' and the eval's settings that its
+    journals follow (general: None when the student is not run on the suites)."""
+    from rubricrl.inference.generate import resolve_engine
+    from rubricrl.inference.hf import placement, resolve_precision
+
+    device, dtype = placement(cfg.device, cfg.precision)
+    as_run = {**cfg.model_dump(mode="json"), "precision": resolve_precision(cfg.device, cfg.precision),
+              "placement": [device.type, str(dtype)]}
+    return (as_run, seed, resolve_engine(cfg.engine), tasks_digest(pool), tasks_digest(tests), model_digest(teacher),
+            general.model_dump(mode="json") if general else None, eval_tokens)
+
+
 def run(params: Params) -> DistillResult:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -127,7 +143,7 @@ def run(params: Params) -> DistillResult:
 
     from rubricrl.release.distill import (build_student, gkd_train, hardness, layer_importance, load_pair,
                                           named_student)
-    from rubricrl.inference.generate import generate_journaled, resolve_engine
+    from rubricrl.inference.generate import generate_journaled
     from rubricrl.train.checkpoints import publish_dir, temp_dir_for
     from rubricrl.evaluate.task import evaluate_responses, test_slice
     from rubricrl.core.prompt import task_messages
@@ -146,10 +162,8 @@ def run(params: Params) -> DistillResult:
                           policy_model=params.policy.model)
     # What a rerun after a kill reads back (the same settings, data and teacher only): the teacher's answers, the
     # initial student, GKD's checkpoints and the students' eval answers (rubricrl.core.resume).
-    resume = ResumeDir("distill", cfg.model_dump(mode="json"), params.data.seed, resolve_engine(cfg.engine),
-                       [t.id for t in pool], [t.id for t in tests], tracking.weights_digest(TEACHER),
-                       params.general.model_dump(mode="json") if cfg.general else None,
-                       params.eval.max_new_tokens)
+    resume = ResumeDir("distill", *resume_stamp(cfg, params.data.seed, params.general if cfg.general else None,
+                                                params.eval.max_new_tokens, pool, tests, TEACHER))
     with tracking.stage_run(params.tracking, "distill", {"distill": cfg.model_dump()}) as run:
         init = resume.folder("student_init")
         # The teacher's answers, once; the conversations GKD trains on.

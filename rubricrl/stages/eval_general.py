@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from rubricrl import tracking
-from rubricrl.config import Params, load_params
+from rubricrl.config import GeneralParams, Params, load_params
 from rubricrl.core.atomic import write_jsonl, write_text
 from rubricrl.core.entry import stage_main
-from rubricrl.core.resume import ResumeDir
+from rubricrl.core.resume import ResumeDir, model_digest, twins
 from rubricrl.stages.base import Result
 from rubricrl.stages.paths import EVAL_GENERAL as PATHS
 from rubricrl.stages.paths import MODELS
@@ -26,20 +26,30 @@ class GeneralResult(Result):
     tolerance: dict[str, float] = {}
 
 
+def resume_stamp(cfg: GeneralParams, models: dict[str, str | Path]) -> tuple:
+    """What eval_general's journaled replies are made of: the general settings and the engine they resolve to here,
+    the suites' items by content and each model (weights, tokenizer, template)."""
+    from rubricrl.inference.generate import resolve_engine
+
+    return (cfg.model_dump(mode="json"), resolve_engine(cfg.engine), tracking.data_hashes([PATHS.suites]),
+            {name: model_digest(d) for name, d in models.items()})
+
+
 def run(params: Params) -> GeneralResult:
     from rubricrl.general.run import compare, evaluate, gate, gate_summary, markdown
-    from rubricrl.inference.generate import resolve_engine
 
     cfg = params.general
     results = {}
-    # Replies already generated for these settings, items and weights are read back (a rerun after a kill).
-    resume = ResumeDir("eval_general", cfg.model_dump(mode="json"), resolve_engine(cfg.engine),
-                       tracking.data_hashes([PATHS.suites]),
-                       {name: tracking.weights_digest(d) for name, d in MODELS.items()})
+    # Replies already generated for these settings, items and models are read back (a rerun after a kill).
+    resume = ResumeDir("eval_general", *resume_stamp(cfg, MODELS))
+    same = twins(MODELS)  # a model that is an earlier one (GRPO stopped on its SFT weights) reads its replies back
     with tracking.stage_run(params.tracking, "eval_general", {"general": cfg.model_dump()}) as run:
         for name, model_dir in MODELS.items():
+            if same[name] != name:
+                print(f"eval_general: {name} is the same model as {same[name]} (weights, tokenizer, template): its "
+                      f"replies are {same[name]}'s, read back")
             results[name] = evaluate(model_dir, cfg, desc=f"general {name}",
-                                     journals=lambda suite, name=name: resume.journal(f"{name}-{suite}"))
+                                     journals=lambda suite, twin=same[name]: resume.journal(f"{twin}-{suite}"))
             for suite in results[name]:
                 write_jsonl(Path(PATHS.rows(name)) / f"{suite}.jsonl", results[name][suite]["items"])
                 run.log_metrics({f"{name}.{suite}.{k}": v for k, v in results[name][suite]["summary"].items()

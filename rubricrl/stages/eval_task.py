@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from rubricrl import tracking
-from rubricrl.config import Params, load_params
+from rubricrl.config import EvalParams, Params, ScoringParams, load_params
 from rubricrl.core.atomic import write_csv, write_text
 from rubricrl.core.entry import stage_main
-from rubricrl.core.resume import ResumeDir
-from rubricrl.core.taskfile import load_tasks
+from rubricrl.core.resume import ResumeDir, file_digest, model_digest, tasks_digest, twins
+from rubricrl.core.taskfile import Task, load_tasks
 from rubricrl.reward.load import load_rubric
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.stages.base import Result
@@ -66,11 +66,20 @@ def generation_line(generation: dict[str, dict]) -> str:
         f"batch {g['batch_size']})" for name, g in generation.items()) + "."
 
 
+def resume_stamp(cfg: EvalParams, scoring: ScoringParams, tasks: list[Task], models: dict[str, str | Path]) -> tuple:
+    """What eval_task's journaled answers are made of: the eval settings and the engine they resolve to here, the
+    scoring (the judge and the rubric file), the test tasks by content and each model (weights, tokenizer,
+    template)."""
+    from rubricrl.inference.generate import resolve_engine
+
+    return (cfg.model_dump(mode="json"), resolve_engine(cfg.engine), scoring.model_dump(mode="json"),
+            file_digest(RUBRIC.rubric), tasks_digest(tasks), {name: model_digest(d) for name, d in models.items()})
+
+
 def run(params: Params) -> EvalResult:
     from rubricrl.evaluate.plots import plot_models, plot_paired
     from rubricrl.evaluate.section import comparison_markdown
     from rubricrl.evaluate.task import evaluate_model, test_slice
-    from rubricrl.inference.generate import resolve_engine
     from rubricrl.metrics.compare import paired_comparisons
 
     cfg = params.eval
@@ -78,17 +87,21 @@ def run(params: Params) -> EvalResult:
     scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
                           policy_model=params.policy.model)
     summary, samples, generation = {}, {}, {}
-    # Answers already generated for these settings, tasks and weights are read back (a rerun after a kill).
-    resume = ResumeDir("eval_task", cfg.model_dump(mode="json"), resolve_engine(cfg.engine), [t.id for t in tasks],
-                       {name: tracking.weights_digest(d) for name, d in MODELS.items()})
+    # Answers already generated for these settings, tasks and models are read back (a rerun after a kill).
+    resume = ResumeDir("eval_task", *resume_stamp(cfg, params.scoring, tasks, MODELS))
+    same = twins(MODELS)  # a model that is an earlier one (GRPO stopped on its SFT weights) reads its answers back
     with tracking.stage_run(params.tracking, "eval_task", {"eval": cfg.model_dump()}, inputs=[DATA.test]) as run:
         for name, model_dir in MODELS.items():
             # The base model on a stratified sub-slice: its gap to SFT is large (0.05 vs 0.42 here), so fewer
             # tasks decide it; the close comparison, GRPO - SFT, gets every task (eval.base_per_part).
             subset = test_slice(tasks, cfg.base_per_part) if name == "base" else tasks
+            twin = same[name] if same[name] != "base" and name != "base" else name  # base answers a sub-slice
+            if twin != name:
+                print(f"eval_task: {name} is the same model as {twin} (weights, tokenizer, template): its answers "
+                      f"are {twin}'s, read back")
             metrics = evaluate_model(model_dir, subset, scorer, OUT / name, batch_size=cfg.batch_size,
                                      max_new_tokens=cfg.max_new_tokens, n_samples_table=cfg.samples_table,
-                                     n_boot=cfg.n_boot, engine=cfg.engine, journal=resume.journal(name),
+                                     n_boot=cfg.n_boot, engine=cfg.engine, journal=resume.journal(twin),
                                      save_every=cfg.save_every)
             groups = {"all": metrics["all"], **metrics["parts"]}
             summary[name] = {part: headline(g) for part, g in groups.items()}

@@ -14,12 +14,12 @@ from pathlib import Path
 from pydantic import RootModel
 
 from rubricrl import tracking
-from rubricrl.config import Params, load_params
+from rubricrl.config import EvalParams, ExportParams, Params, ScoringParams, load_params
 from rubricrl.core.atomic import write_json, write_text
 from rubricrl.core.entry import stage_main
 from rubricrl.core.errors import RubricRLError
 from rubricrl.core.jsonio import read_jsonl
-from rubricrl.core.resume import ResumeDir
+from rubricrl.core.resume import ResumeDir, file_digest, model_digest, tasks_digest
 from rubricrl.core.tables import table
 from rubricrl.core.taskfile import load_tasks
 from rubricrl.inference.batching import cpu_batch
@@ -143,6 +143,18 @@ def calibration_texts(model_dir: str, n: int) -> list[str]:
                                   for t in tasks])
 
 
+def resume_stamp(cfg: ExportParams, eval_cfg: EvalParams, scoring: ScoringParams, tasks: list,
+                 sources: dict[str, tuple]) -> tuple:
+    """What export's kept artifacts and their records are made of: the export settings, the eval's (its test slice
+    and batch) and the scoring (the judge and the rubric file) they were verified under, the tasks by content, and
+    per source its model (weights, tokenizer, template) and the answers its retention is measured against, so a
+    record's retention is never restored beside a source recomputed under other settings. The train split: GPTQ
+    calibrates on its first tasks."""
+    return (cfg.model_dump(mode="json"), eval_cfg.model_dump(mode="json"), scoring.model_dump(mode="json"),
+            file_digest(RUBRIC.rubric), tasks_digest(tasks), file_digest(DATA.train),
+            {n: [model_digest(model_dir), file_digest(responses)] for n, (model_dir, responses) in sources.items()})
+
+
 def run(params: Params) -> ExportResult:
     from rubricrl.inference.generate import default_threads
     from rubricrl.inference.conversion import gguf_for
@@ -160,11 +172,10 @@ def run(params: Params) -> ExportResult:
     threads = default_threads()
     results = {}
     active = {n: k for n, k in cfg.artifacts.items() if k}
-    # Artifacts made and verified before a kill (these settings, tasks, rubric and weights only) are kept in the
+    # Artifacts made and verified before a kill (of the same resume_stamp only) are kept in the
     # resume folder with their records and put back instead of being made again (rubricrl.core.resume).
-    resume = ResumeDir("export", cfg.model_dump(mode="json"), params.eval.max_per_part, [t.id for t in tasks],
-                       tracking.data_hashes([RUBRIC.rubric]),
-                       {n: tracking.weights_digest(SOURCES[n][0]) for n in active})
+    resume = ResumeDir("export", *resume_stamp(cfg, params.eval, params.scoring, tasks,
+                                                {n: SOURCES[n] for n in active}))
     done = resume.journal("artifacts")
     with tracking.stage_run(params.tracking, "export", {"export": cfg.model_dump()}) as run:
         for name, kinds in active.items():

@@ -18,11 +18,12 @@ from pathlib import Path
 
 from rubricrl import tracking
 from rubricrl.calibrate.gate import check_gate
-from rubricrl.config import Params, load_params
+from rubricrl.config import GRPOSettings, Params, ScoringParams, load_params
 from rubricrl.core.atomic import write_csv, write_json, write_text
 from rubricrl.core.entry import stage_main
+from rubricrl.core.resume import model_digest, tasks_digest
 from rubricrl.core.slices import stratified
-from rubricrl.core.taskfile import load_tasks
+from rubricrl.core.taskfile import Task, load_tasks
 from rubricrl.reward.functions import RubricReward
 from rubricrl.reward.load import load_rubric
 from rubricrl.reward.scoring import RubricScorer
@@ -59,6 +60,17 @@ def fingerprint(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def resume_stamp(cfg: GRPOSettings, scoring: ScoringParams, tasks: list[Task], monitor_tasks: list[Task],
+                 model_dir: str | Path, rubric_text: str) -> tuple:
+    """What GRPO's checkpoints are made of: the settings as this host trains with them (precision resolved, the
+    accelerate config by content), the training and monitor tasks by content, the reward (the rubric and the judge
+    that scoring.judge puts in its place) and the starting model (weights, tokenizer, template)."""
+    from rubricrl.train.trainer_args import stamp_settings
+
+    return (stamp_settings(cfg), tasks_digest(tasks), tasks_digest(monitor_tasks), rubric_text,
+            scoring.model_dump(mode="json"), model_digest(model_dir))
+
+
 def run(params: Params) -> GRPOResult | None:
     """Train (every rank); the main process writes the outputs and returns the result, the others None."""
     from accelerate.utils import broadcast_object_list, gather_object
@@ -81,8 +93,7 @@ def run(params: Params) -> GRPOResult | None:
         for fail in overridden:
             print(f"warning: training despite a failed rubric gate (rubric.allow_gate_failures): {fail}", file=sys.stderr)
         # Checkpoints of another configuration must never be resumed: start over when anything changed.
-        stamp = fingerprint(cfg.model_dump(mode="json"), [t.id for t in tasks], [t.id for t in monitor_tasks],
-                            rubric_text, tracking.weights_md5(model_dir))
+        stamp = fingerprint(*resume_stamp(cfg, params.scoring, tasks, monitor_tasks, model_dir, rubric_text))
         stamp_file = OUT / "fingerprint.json"
         resume = stamp_file.exists() and json.loads(stamp_file.read_text()).get("fingerprint") == stamp
         if not resume and OUT.exists():

@@ -7,12 +7,14 @@ and the MLflow run."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rubricrl import tracking
-from rubricrl.config import Params, load_params
+from rubricrl.config import Params, SFTSettings, load_params
 from rubricrl.core.entry import stage_main
-from rubricrl.core.resume import ResumeDir
+from rubricrl.core.resume import ResumeDir, model_digest, tasks_digest
 from rubricrl.core.tables import table
-from rubricrl.core.taskfile import load_tasks
+from rubricrl.core.taskfile import Task, load_tasks
 from rubricrl.stages.base import Result, write_section
 from rubricrl.stages.launch import rank_run, relaunch_under_accelerate
 from rubricrl.stages.paths import DATA, PREPARE_MODEL
@@ -33,6 +35,14 @@ class SFTResult(Result):
     skipped_updates: list[int] = []  # steps whose non-finite update was skipped (rubricrl/train/nonfinite.py)
 
 
+def resume_stamp(cfg: SFTSettings, tasks: list[Task], model_dir: str | Path) -> tuple:
+    """What SFT's checkpoints are made of: the settings as this host trains with them (precision resolved, the
+    accelerate config by content), the tasks by content and the starting model (weights, tokenizer, template)."""
+    from rubricrl.train.trainer_args import stamp_settings
+
+    return stamp_settings(cfg), tasks_digest(tasks), model_digest(model_dir)
+
+
 def run(params: Params) -> SFTResult | None:
     """Train (every rank); the main process writes the outputs and returns the result, the others None."""
     from rubricrl.train.sft import process_state, train_sft
@@ -42,7 +52,7 @@ def run(params: Params) -> SFTResult | None:
     state = process_state(cfg)
     # Checkpoints of these settings, tasks and starting weights only (another configuration's are deleted): the main
     # process decides, the others wait and then find the folder as it left it.
-    stamp = (cfg.model_dump(mode="json"), [t.id for t in tasks], tracking.weights_digest(PREPARE_MODEL.model))
+    stamp = resume_stamp(cfg, tasks, PREPARE_MODEL.model)
     if state.is_main_process:
         resume = ResumeDir("sft", *stamp)
     state.wait_for_everyone()

@@ -115,7 +115,13 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
     run.barrier()
 
     start = latest_complete(run.run_dir) if resume else None
-    if start and start.step >= settings.max_steps:
+    if saved and saved.get("stopped") and rollbacks and rollbacks[-1].stopped:
+        # The monitor had stopped the run (after_trip: stop) before a kill: publish its restored state again.
+        if run.main:
+            _publish_restored(rollbacks[-1], out / "model", run.model_dir)
+        run.barrier()
+        global_step, log_history = saved["stopped"]["global_step"], saved["stopped"]["log_history"]
+    elif start and start.step >= settings.max_steps:
         # Already trained. transformers would run one extra step when resumed from the final checkpoint.
         if run.main:
             publish_checkpoint_model(start.path, out / "model", run.model_dir)
@@ -123,7 +129,12 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
         global_step, log_history = start.step, _log_history(start)
     else:
         trainer, beta = _train_with_rollbacks(run, start, beta, rollbacks)
-        _save_final(trainer, out / "model", run)
+        stopped = rollbacks[-1] if rollbacks and rollbacks[-1].stopped else None
+        if stopped is None:
+            _save_final(trainer, out / "model", run)
+        elif run.main:  # the monitor stopped the run: its restored state is the model
+            _publish_restored(stopped, out / "model", run.model_dir)
+        run.barrier()
         global_step, log_history = trainer.state.global_step, trainer.state.log_history
     result = {
         "model_dir": str(out / "model"),
@@ -185,18 +196,28 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
         spike = monitor.spike
         if spike is None:
             return trainer, beta
-        if len(rollbacks) >= s.rollback.max_rollbacks:
+        if len(rollbacks) >= s.rollback.max_rollbacks and not (
+                spike.kind == "reward_hacking" and s.monitor.after_trip == "stop"):
             raise TrainingError(
                 f"grpo: step {spike.step}: {spike.reason} (KL {spike.kl}, beta {beta:g}); giving up after "
                 f"{len(rollbacks)} rollback(s) (rollback.max_rollbacks). Lower learning_rate or raise beta."
             )
         good = spike.restore_step if spike.restore_step is not None else last_good_step(spike.step)
         start = newest_at_or_before(run.run_dir, good)
-        new_beta = min(beta * s.rollback.beta_factor, s.rollback.beta_max)
+        stop = spike.kind == "reward_hacking" and s.monitor.after_trip == "stop"
+        new_beta = beta if stop else min(beta * s.rollback.beta_factor, s.rollback.beta_max)
         rollback = Rollback(spike.step, spike.kl, spike.reward, spike.reason, beta, new_beta,
                             str(start.path) if start else None, start.step if start else 0, spike.kind,
-                            spike.examples)
+                            spike.examples, stopped=stop)
         rollbacks.append(rollback)
+        if stop:  # the restored state is the result: published by train_grpo, nothing trained on
+            if run.main:  # with the steps' logs: a rerun after a kill publishes it again without training
+                write_json(run.out / STATE_FILE, {"beta": beta, "rollbacks": [r.to_dict() for r in rollbacks],
+                                                  "stopped": {"global_step": trainer.state.global_step,
+                                                              "log_history": trainer.state.log_history}})
+                _log_rollback(rollback, rollbacks)
+            run.barrier()
+            return trainer, beta
         run.barrier()  # every rank has chosen `start` before anything is deleted
         if run.main:
             remove_after(run.run_dir, rollback.restored_step)
@@ -209,6 +230,17 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
         beta = new_beta
         del trainer
         gc.collect()
+
+
+def _publish_restored(stopped: Rollback, final: Path, model_dir: Path) -> None:
+    """The model a stopping trip restored, published as the final model: its checkpoint's, or a copy of the initial
+    model when no trained step was good."""
+    if stopped.checkpoint:
+        publish_checkpoint_model(Path(stopped.checkpoint), final, model_dir)
+        return
+    tmp = temp_dir_for(final)
+    shutil.copytree(model_dir, tmp)
+    publish_dir(tmp, final)
 
 
 def _protected_step(run_dir: Path, detector: SpikeDetector, hack: HackMonitor | None = None) -> list[int]:

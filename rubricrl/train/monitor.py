@@ -153,13 +153,13 @@ class HackMonitor(TrainerCallback):
                 return e
         return first
 
-    def _drift(self, before: Evaluation, now: Evaluation) -> list[str]:
-        """How the true metric fell from `before` to `now`: strict field accuracy down by more than `tolerance`,
-        null-for-present up by more than `null_tolerance` (empty: within both)."""
+    def _drift(self, before: Evaluation, now: Evaluation, accuracy: bool = True) -> list[str]:
+        """How the true metric fell from `before` to `now`: strict field accuracy down by more than `tolerance` (when
+        `accuracy`), null-for-present up by more than `null_tolerance` (empty: within both)."""
         a0, a1 = before.metrics.get("field_accuracy"), now.metrics.get("field_accuracy")
         n0, n1 = before.metrics.get("null_for_present_rate"), now.metrics.get("null_for_present_rate")
         what = []
-        if None not in (a0, a1) and a0 - a1 > self.s.tolerance:
+        if accuracy and None not in (a0, a1) and a0 - a1 > self.s.tolerance:
             what.append(f"strict field accuracy {a0:.3f} -> {a1:.3f} (tolerance {self.s.tolerance:g})")
         if None not in (n0, n1) and n1 - n0 > self.s.null_tolerance:
             what.append(f"null for a stated value {n0:.3f} -> {n1:.3f}{null_rise(before, now)} "
@@ -167,9 +167,10 @@ class HackMonitor(TrainerCallback):
         return what
 
     def judge(self, now: Evaluation) -> tuple[str, Evaluation, Evaluation] | None:
-        """(reason, the earlier evaluation compared with, the evaluation to restore) when the reward rose while the
-        true metric fell (see _drift) since the evaluation `window` back or, with `against_first`, since the run's
-        first; else None."""
+        """(reason, the earlier evaluation compared with, the evaluation to restore) since the evaluation `window`
+        back or, with `against_first`, since the run's first: the reward rose while the true metric fell (see
+        _drift), or null-for-present rose beyond null_tolerance whatever the reward did (abstention is a regression
+        even at flat accuracy); else None."""
         against = []
         if len(self.history) >= self.s.window:
             against.append((self.history[-self.s.window], ""))
@@ -177,12 +178,17 @@ class HackMonitor(TrainerCallback):
             against.append((self.history[0], ", against the run's first evaluation"))
         for before, which in against:
             r0, r1 = before.metrics["reward"], now.metrics["reward"]
-            if None in (r0, r1) or r1 - r0 <= self.s.min_reward_rise:
+            rose = None not in (r0, r1) and r1 - r0 > self.s.min_reward_rise
+            what = self._drift(before, now, accuracy=rose)
+            if not what:
                 continue
-            what = self._drift(before, now)
-            if what:
+            steps = f" (steps {before.step} -> {now.step}{which})"
+            if rose:
                 return (f"reward hacking suspected: monitor reward {r0:.3f} -> {r1:.3f} while " + " and ".join(what)
-                        + f" (steps {before.step} -> {now.step}{which})"), before, self.restore_target()
+                        + steps), before, self.restore_target()
+            reward = "n/a" if None in (r0, r1) else f"{r0:.3f} -> {r1:.3f}"
+            return (f"abstention: {what[0]} (monitor reward {reward}: a rise in nulls is a regression whatever the "
+                    f"reward does){steps}"), before, self.restore_target()
         return None
 
     # --- trainer events -------------------------------------------------------------------

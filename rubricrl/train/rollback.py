@@ -45,6 +45,7 @@ class Rollback:
     restored_step: int
     kind: str = "kl"
     examples: list = field(default_factory=list)
+    stopped: bool = False  # the run ended on the restored state (monitor.after_trip: stop) instead of training on
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -120,9 +120,16 @@ def training_markdown(result: dict, title: str = "GRPO training report", figures
         lines.append("None: KL and reward stayed within the rollback bounds, and every update was finite.")
     if figures:
         lines += ["", "![KL to the reference policy, with the rollbacks](kl.png)"]
+    stopped = next((r for r in rollbacks if r.get("stopped")), None)
+    if stopped:
+        lines += ["", f"The monitor stopped the run at step {stopped['step']} (`grpo.monitor.after_trip: stop`): the "
+                      f"GRPO model is the restored state, "
+                      + (f"step {stopped['restored_step']}'s checkpoint" if stopped["checkpoint"]
+                         else "the initial model (no trained step was good)") + "; no step was redone."]
     hacks = [r for r in rollbacks if r.get("kind") == "reward_hacking"]
     for r in hacks:
-        lines += ["", f"### Reward hacking suspected at step {r['step']}", "", r["reason"], "",
+        title = "Abstention" if r["reason"].startswith("abstention") else "Reward hacking suspected"
+        lines += ["", f"### {title} at step {r['step']}", "", r["reason"], "",
                   table(["task", "accuracy before -> now", "reward before -> now", "answer now"],
                         [[ex["task_id"], f"{ex['accuracy_before']:.2f} -> {ex['accuracy_now']:.2f}",
                           f"{_num(ex['reward_before'])} -> {_num(ex['reward_now'])}", ex["response_now"]]

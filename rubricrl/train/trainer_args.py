@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rubricrl.core.errors import ConfigError
+from rubricrl.core.resume import accelerate_digest, file_digest
 from rubricrl.config import CommonSettings, GRPOSettings, LoRASettings, SFTSettings
 from rubricrl.inference.hf import resolve_precision
 
@@ -28,6 +29,17 @@ def tf32(device: str, precision: str) -> bool | None:
     if device == "cpu" or precision != "fp32" or not torch.cuda.is_available():
         return None
     return True if torch.cuda.get_device_capability()[0] >= 8 else None
+
+
+def stamp_settings(s: CommonSettings) -> dict:
+    """The settings as this host trains with them, for a resume stamp (rubricrl.core.resume): precision and device
+    resolved as common_kwargs gives them to the trainer (auto is bf16 on one host, fp32 on another), the accelerate
+    and DeepSpeed configs by content (the same path may hold another file)."""
+    import torch
+
+    return {**s.model_dump(mode="json"), "precision": resolve_precision(s.device, s.precision),
+            "device": "cpu" if s.device == "cpu" or not torch.cuda.is_available() else "cuda",
+            "accelerate_config": accelerate_digest(s.accelerate_config), "deepspeed": file_digest(s.deepspeed)}
 
 
 def common_kwargs(s: CommonSettings) -> dict:

@@ -281,7 +281,8 @@ def test_unicode_line_separators_round_trip_through_every_reader(tmp_path, monke
                       "absent": 0, "invented": 0, "exact": 0}}
     write_jsonl(tmp_path / "eval.jsonl", [row, row | {"id": "t2"}])
     assert read_jsonl(tmp_path / "eval.jsonl") == [row, row | {"id": "t2"}]  # eval rows, teacher and suite rows
-    assert export.source_numbers(str(tmp_path / "eval.jsonl"), [task["id"]]) == {"field_accuracy": 0.5, "reward": 7.5}
+    numbers = export.source_numbers(str(tmp_path / "eval.jsonl"), load_tasks(tmp_path / "tasks.jsonl"))
+    assert (numbers["field_accuracy"], numbers["reward"], numbers["valid_json"]) == (0.5, 7.5, 1.0)
     item = {"id": "q1", "lang": "en", "question": f"Who wrote{SEPARATORS} the first program?", "answers": ["Ada"]}
     write_jsonl(tmp_path / "qa.jsonl", [item])
     assert qa.load(path=tmp_path / "qa.jsonl")[0]["prompt"].startswith(item["question"])

@@ -17,12 +17,13 @@ def by_gate(reach):
 
 def test_the_cpu_defaults_suites_are_sized_to_reach_their_margins_and_a_small_suite_is_reported(tmp_path):
     """Identical answers are the best case: at margin 0.10 an equal model passes with power 0.8 from 73 items. The CPU
-    default's IFEval (96) and QA (128) reach it for both registered policies; at 16 IFEval items the power is 0.21,
-    so no run of that size can promote through the general gate, and the plan says so before the run."""
+    default's IFEval (240) and QA (160) reach it for both registered policies, and the spreads a run measured too
+    (SFT - base: IFEval 0.45 needs 214, QA 0.29 needs 134); at 16 IFEval items the power is 0.21, so no run of that
+    size can promote through the general gate, and the plan says so before the run."""
     params = load_params(ROOT / "params.yaml", [])
     reach = by_gate(plan(params, tmp_path))
     for model in ("sft", "grpo"):
-        for suite, n in (("ifeval", 96), ("qa", 128)):
+        for suite, n in (("ifeval", 240), ("qa", 160)):
             r = reach[f"general {suite} ({model} vs base)"]
             assert (r.n, r.needs, r.reachable) == (n, 73, True) and r.power >= 0.8
     assert reach["general perplexity (grpo vs base)"].reachable is None  # nats: no spread without a run
@@ -44,7 +45,12 @@ def test_a_large_enough_suite_can_pass_and_the_last_runs_spread_is_used(tmp_path
     qa = reach["general qa (grpo vs base)"]
     assert qa.prior == "last run" and qa.sd == 0.4 and qa.needs > 80 and qa.reachable is False
     assert reach["general qa (sft vs base)"].prior == "identical answers"  # the last run's spread is per model
-    assert reach["general perplexity (grpo vs base)"].reachable is True  # 16 paragraphs, sd 0.05 nats, margin 0.1
+    assert reach["general perplexity (grpo vs base)"].reachable is True  # 24 paragraphs, sd 0.05 nats, margin 0.1
+    (tmp_path / "general.json").write_text(json.dumps({"paired": [  # a default run's measured spreads
+        {"model": "sft", "suite": "ifeval", "sd": 0.447}, {"model": "sft", "suite": "qa", "sd": 0.294}]}))
+    reach = by_gate(plan(load_params(ROOT / "params.yaml", []), tmp_path))
+    assert [reach[f"general {s} (sft vs base)"].needs for s in ("ifeval", "qa")] == [214, 134]
+    assert all(reach[f"general {s} (sft vs base)"].reachable for s in ("ifeval", "qa"))
 
 
 def test_config_validate_names_every_decision_that_cannot_pass(tmp_path):
@@ -52,7 +58,7 @@ def test_config_validate_names_every_decision_that_cannot_pass(tmp_path):
     run = subprocess.run([sys.executable, "-m", "rubricrl.cli.main", "config", "validate", "params.yaml"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert "general ifeval (grpo vs base): n=96, margin 0.1" in run.stdout and "needs n >= 73: can pass" in run.stdout
+    assert "general ifeval (grpo vs base): n=240, margin 0.1" in run.stdout and "needs n >= 73: can pass" in run.stdout
     # the student's gates on 8 tasks cannot: named, with the n they need
     assert "distill student vs teacher (field accuracy): n=8" in run.stdout
     assert "cannot pass at these sizes" in run.stdout

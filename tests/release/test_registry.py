@@ -421,12 +421,36 @@ def test_the_flow_registers_each_candidate_and_promotes_them_in_training_order(p
     assert "the student was not registered" in (project / registry.REPORT).read_text()
 
 
+def test_a_grpo_model_with_the_sft_weights_is_not_registered_again(project, monkeypatch, capsys):
+    """GRPO stopped by its hack monitor on its initial weights (grpo.monitor.after_trip: stop) is the SFT model: one
+    version, whose stage tag stays sft, and a decision that says why GRPO has none."""
+    import shutil
+
+    import rubricrl.flow.registry as fr
+    from rubricrl.calibrate import gate as report
+
+    monkeypatch.setattr(report, "gate_failures", lambda *a: [])
+    (project / "outputs/rubric/report.json").write_text("{}")
+    shutil.rmtree(project / "outputs/grpo/model")
+    shutil.copytree(project / "outputs/models/sft", project / "outputs/grpo/model")
+    params = load_params(project / "params.yaml")
+    params.registry.candidates = ["sft", "grpo"]
+    monkeypatch.setattr("rubricrl.config.load_params", lambda *a, **k: params)
+    decisions = fr.register_and_promote.fn(str(project))
+    assert [(d["stage"], d.get("registered", True)) for d in decisions] == [("sft", True), ("grpo", False)]
+    assert "the same weights as sft" in decisions[1]["gates"][0]["detail"]
+    [only] = registry.versions(params)
+    assert only["tags"]["stage"] == "sft"
+    assert "registry: grpo not registered: the same weights as sft" in capsys.readouterr().err
+
+
 class Killed(BaseException):
     """A kill -9 between two writes: nothing after it runs (not even `except Exception`)."""
 
 
 WRITES = ("set_model_version_tag", "set_registered_model_alias", "set_registered_model_tag",
-          "delete_registered_model_tag")
+          "delete_registered_model_tag", "create_registered_model", "create_model_version", "set_logged_model_tags",
+          "delete_model_version")
 
 
 @pytest.fixture

@@ -83,7 +83,9 @@ def test_hackable_rubric_scores_the_hack_higher_while_the_true_metric_falls():
     # 0.08, inside the accuracy tolerance; the null rule catches it
     ((9.955, 9.978), (0.42, 0.34), (0.167, 0.861), True),
     ((9.955, 9.978), (0.42, 0.40), (0.167, 0.30), False),  # nulls up within null_tolerance
-    ((9.955, 9.90), (0.42, 0.34), (0.167, 0.861), False),  # nulls up but the reward fell: not gaming it
+    # nulls up while the reward fell: not gaming the reward, but abstention is a regression whatever the reward does
+    ((9.955, 9.90), (0.42, 0.34), (0.167, 0.861), True),
+    ((9.955, 9.90), (0.42, 0.20), (0.167, 0.20), False),  # accuracy down while the reward fell: a bad step, no hack
     ((10.0, 11.0), (0.8, 0.75), (None, None), False),      # a resumed history without the null rate
 ])
 def test_verdict(reward, accuracy, nulls, suspected):
@@ -97,7 +99,8 @@ def test_verdict(reward, accuracy, nulls, suspected):
                                        "null_for_present_rate": nulls[1]}))
     assert (verdict is not None) == suspected
     if suspected:
-        assert verdict[0].startswith("reward hacking suspected") and verdict[1].step == 4
+        rose = reward[1] > reward[0]
+        assert verdict[0].startswith("reward hacking suspected" if rose else "abstention: ") and verdict[1].step == 4
         assert ("null for a stated value" in verdict[0]) == (nulls[1] - nulls[0] > 0.2)
 
 
@@ -136,7 +139,9 @@ def test_a_drift_in_steps_each_inside_the_tolerances_fires_and_restores_the_last
     reason, before, target = mon.judge(_eval(6, 11.0, 0.68, 0.25))  # 0.12 below the first, 0.07 below step 3
     assert before.step == 0 and target.step == 3 and mon.protected_step() == 3
     assert "strict field accuracy 0.800 -> 0.680" in reason
-    assert mon.judge(_eval(6, 9.0, 0.50, 0.9)) is None  # the reward fell: a bad step, not a hack
+    assert mon.judge(_eval(6, 9.0, 0.50, 0.25)) is None  # the reward fell: a bad step, not a hack
+    abstained = mon.judge(_eval(6, 9.0, 0.50, 0.9))  # ... but nulls up by 0.7 are abstention whatever the reward
+    assert abstained[0].startswith("abstention: null for a stated value 0.200 -> 0.900")
 
 
 @pytest.mark.slow
@@ -145,7 +150,7 @@ def test_suspected_hack_rolls_back_raises_beta_and_is_reported(tiny_model, tmp_p
     monitor_tasks = [t for t in tasks if t.reference is not None]
     policy = ScriptedPolicy(hack_at=3)  # evaluations at steps 0, 2, 4: the hack shows at step 4
     settings = tiny_settings(max_steps=6, save_steps=1, save_total_limit=1,
-                             monitor=HackMonitorSettings(every=2, window=1, tolerance=0.1))
+                             monitor=HackMonitorSettings(every=2, window=1, tolerance=0.1, after_trip="rollback"))
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     with mlflow.start_run() as run:
         result = train_grpo(tiny_model, tasks, tmp_path / "run", settings, RubricReward(RubricScorer(HACKABLE)),
@@ -173,8 +178,8 @@ def test_suspected_hack_rolls_back_raises_beta_and_is_reported(tiny_model, tmp_p
 
 
 class DriftingPolicy:
-    """Evaluation 2 (step 2): nulls wrapped in chatter (the reward falls, so no verdict, but the true metric has
-    drifted); evaluation 3 (step 4): clean nulls, no worse than step 2 on the true metric but far below step 0."""
+    """Evaluation 2 (step 2): nulls wrapped in chatter (the reward falls, the true metric drifts: abstention);
+    every other evaluation: the honest chatty gold answers."""
 
     def __init__(self):
         self.calls = 0
@@ -183,23 +188,26 @@ class DriftingPolicy:
         self.calls += 1
         if self.calls == 2:
             return ["Sure, here it is, I hope this helps you a lot!!! " + a for a in all_null(tasks)]
-        return all_null(tasks) if self.calls == 3 else chatty_gold(tasks)
+        return chatty_gold(tasks)
 
 
 @pytest.mark.slow
-def test_a_drift_since_the_first_evaluation_restarts_from_the_initial_model(tiny_model, tmp_path):
+def test_abstention_with_a_falling_reward_fires_at_once_and_restarts_from_the_initial_model(tiny_model, tmp_path):
+    """Before issue 36 an abstention whose reward fell went unjudged until a later step rose in reward; now the
+    rise in nulls fires on its own, at step 2, and restores the run's first (the initial model: no checkpoint)."""
     tasks = tiny_tasks()
     monitor_tasks = [t for t in tasks if t.reference is not None]
-    settings = tiny_settings(max_steps=6, save_steps=1, save_total_limit=1,
-                             monitor=HackMonitorSettings(every=2, window=1, tolerance=0.1))
+    settings = tiny_settings(max_steps=4, save_steps=1, save_total_limit=1,
+                             monitor=HackMonitorSettings(every=2, window=1, tolerance=0.1, after_trip="rollback"))
     result = train_grpo(tiny_model, tasks, tmp_path / "run", settings, RubricReward(RubricScorer(HACKABLE)),
                         monitor_tasks=monitor_tasks, monitor_decode=DriftingPolicy())
-    [rb] = result["rollbacks"]
-    assert rb["kind"] == "reward_hacking" and "against the run's first evaluation" in rb["reason"]
-    assert (rb["step"], rb["restored_step"], rb["checkpoint"]) == (4, 0, None)  # step 2 had drifted: no good state
-    assert result["global_step"] == 6 and result["beta"] == 0.04
+    # (the tiny model's learning rate may add reward-collapse rollbacks after it: the monitor fires once)
+    [rb] = [r for r in result["rollbacks"] if r["kind"] == "reward_hacking"]
+    assert rb["reason"].startswith("abstention: null for a stated value") and "whatever the reward does" in rb["reason"]
+    assert (rb["step"], rb["restored_step"], rb["checkpoint"]) == (2, 0, None) and rb["new_beta"] == 0.04
+    assert result["global_step"] == 4
     monitored = [e["step"] for e in result["log_history"] if "monitor/field_accuracy" in e]
-    assert monitored == [0, 2, 4, 6]  # the first evaluation kept in the restarted run's history
+    assert monitored[0] == 0 and monitored[-1] == 4  # the first evaluation kept in the restarted run's history
 
 
 def test_monitor_decodes_the_training_model_greedily(tiny_model, tmp_path):
@@ -243,3 +251,29 @@ def test_abstention_at_nearly_flat_accuracy_trips_the_monitor_at_its_default_poi
     found = verdict(tolerance=0.2, null_tolerance=HackMonitorSettings().null_tolerance)
     assert found is not None and "null for a stated value 0.000 -> 0.200 (+0.200 [" in found[0]
     assert "n=3)" in found[0] and "strict field accuracy" not in found[0]
+
+
+def test_a_trip_with_after_trip_stop_ends_the_run_on_the_restored_weights(tiny_model, tmp_path):
+    """The CPU default (monitor.after_trip: stop): the hack at step 4 restores step 2's checkpoint and ends there; no
+    step is redone, beta is unchanged, and the published model is that checkpoint's weights. A rerun of the stage
+    after a kill publishes the same state again without training."""
+    from safetensors.numpy import load_file
+
+    tasks = tiny_tasks()
+    monitor_tasks = [t for t in tasks if t.reference is not None]
+    settings = tiny_settings(max_steps=6, save_steps=1, save_total_limit=1,
+                             monitor=HackMonitorSettings(every=2, window=1, tolerance=0.1))
+    assert settings.monitor.after_trip == "stop"
+    result = train_grpo(tiny_model, tasks, tmp_path / "run", settings, RubricReward(RubricScorer(HACKABLE)),
+                        monitor_tasks=monitor_tasks, monitor_decode=ScriptedPolicy(hack_at=3))
+    [rb] = result["rollbacks"]
+    assert rb["stopped"] and (rb["step"], rb["restored_step"], rb["old_beta"], rb["new_beta"]) == (4, 2, 0.02, 0.02)
+    assert result["global_step"] == 4 and result["beta"] == 0.02
+    assert [e["step"] for e in result["log_history"] if "kl" in e] == [1, 2, 3, 4]  # nothing redone
+    final = load_file(tmp_path / "run/model/model.safetensors")
+    kept = load_file(tmp_path / "run/checkpoints/checkpoint-2/model.safetensors")
+    assert final.keys() == kept.keys() and all((final[k] == kept[k]).all() for k in final)
+    again = train_grpo(tiny_model, tasks, tmp_path / "run", settings, RubricReward(RubricScorer(HACKABLE)),
+                       monitor_tasks=monitor_tasks, monitor_decode=ScriptedPolicy(hack_at=1))  # would trip at once
+    assert again["global_step"] == 4 and again["rollbacks"] == result["rollbacks"]
+    assert "stopped the run" in training_markdown(result)
