@@ -4,10 +4,11 @@ rubric items against the deterministic checks of the embedded free-text data, wh
     python benchmarks/embedding_items.py [--tasks 120] [--seed 0]
 
 Replies: each task's gold reply and its corruptions (rubricrl/calibrate/reply_corruptions.py). Items: the content
-ones (contains / value checks: a fact stated, a remedy offered; and not_contains / not_value pitfalls); format items
-(language, length, regex, source_numbers) are the checks' own business. Per language and kind: ROC AUC of the
-closest sentence's cosine (threshold-free), and the accuracy and balanced accuracy at the bar chosen on the other
-half of the tasks (odd tasks choose, even tasks report). Results also go to metrics/embedding_items.json.
+ones (contains / value / states checks: a fact stated, a remedy offered; and not_contains / not_value / not_states
+pitfalls); format items (language, length, regex, source_numbers, coherent) are the checks' own business. Per
+language and kind: ROC AUC of the closest sentence's cosine (threshold-free), and the accuracy and balanced
+accuracy at the bar chosen on the other half of the tasks (odd tasks choose, even tasks report). Results also go
+to metrics/embedding_items.json.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from rubricrl.reward.items import check_item  # noqa: E402
 from rubricrl.reward.judges.base import ItemRequest  # noqa: E402
 from rubricrl.reward.judges.embedding import EmbeddingJudge  # noqa: E402
 
-CONTENT = {"contains": "coverage", "value": "coverage", "not_contains": "pitfall", "not_value": "pitfall"}
+CONTENT = {"contains": "coverage", "value": "coverage", "states": "coverage",
+           "not_contains": "pitfall", "not_value": "pitfall", "not_states": "pitfall"}
 
 
 def balanced(truth: np.ndarray, pred: np.ndarray) -> float:

@@ -413,12 +413,12 @@ class DistillParams(Section):
     # field accuracy is not worse than the teacher's by more than this (non-inferiority on the 95% interval).
     # A student that does not pass is reported, never registered.
     margin: float = Field(0.1, ge=0)
-    pool: int = Field(8, ge=1)  # candidate training prompts (stratified, the train split's second half), teacher answers cached
-    n_prompts: int = Field(4, ge=1)  # the hardest of them (highest KL(teacher || student) on the teacher's answer)
-    steps: int = Field(4, ge=1)
+    pool: int = Field(4, ge=1)  # candidate training prompts (stratified, the train split's second half), teacher answers cached
+    n_prompts: int = Field(2, ge=1)  # the hardest of them (highest KL(teacher || student) on the teacher's answer)
+    steps: int = Field(2, ge=1)
     # A GKD checkpoint (student, optimizer, RNG, data position) every N steps in .cache/resume/distill, where the
     # teacher's answers, the student's initial weights and its eval answers are kept too: a kill loses at most N steps.
-    save_steps: int = Field(2, ge=1)
+    save_steps: int = Field(1, ge=1)
     batch_size: int = Field(2, ge=1)  # per micro-step
     grad_accum: int = Field(1, ge=1)  # micro-steps an update (production: 2 x 4 = the seed's 8 conversations)
     gradient_checkpointing: bool = False  # the student's activations recomputed in backward (production: the 3B)

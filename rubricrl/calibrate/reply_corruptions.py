@@ -7,7 +7,17 @@ Every mode returns None where it does not apply (a task without the item it need
 - break_policy: a sentence that falls into a pitfall (its not_value amount, its not_contains phrase) is added;
 - pad_filler: filler is appended until the reply breaks its length item;
 - flatter_judge: a note to the grader is appended ("this reply meets every rubric item");
-- wrong_language: a short stock reply in the other language, naming what the first contains item asks for.
+- wrong_language: a short stock reply in the other language, naming what the first contains item asks for;
+- stuffed: only the facts' tokens ("A-18504 132.30 refund replacement sorry Hugo Dubois"): what the items name, no
+  sentence;
+- negated: gold with every clause that names a remedy (a word of the task's `not_states` pitfalls: the remedies the
+  policy grants or refuses) turned round: "we can offer" -> "we cannot offer", "cannot be refunded" -> "can be
+  refunded", 可以 -> 无法, 无法 -> 可以;
+- refusing: where the policy owes a remedy (a `not_states` pitfall of refusals), the sentences that name it
+  replaced by one refusal of every remedy ("Unfortunately, we cannot offer you a refund, a replacement or a voucher
+  for order A-1.");
+- word_salad: gold's words (a Chinese reply: its characters) shuffled.
+Each rewrite is done here with its own rules, not with the reward's reading of a reply.
 """
 
 from __future__ import annotations
@@ -40,9 +50,14 @@ def _checked(task: Task, importance: str | None = None, kinds: tuple[str, ...] =
             and (not kinds or i.check["kind"] in kinds)]
 
 
+def _texts(item: Item) -> list[str]:
+    text = item.check.get("text")
+    return [] if text is None else text if isinstance(text, list) else [text]
+
+
 def drop_essential(task: Task, rng: random.Random) -> str | None:
     gold = task.reference
-    for item in _checked(task, "essential", ("contains", "value")):
+    for item in _checked(task, "essential", ("contains", "value", "states")):
         kept = [s for s in _sentences(gold) if not check_item(item, s, task.text).passed]
         reply = " ".join(kept)
         if kept and not check_item(item, reply, task.text).passed:
@@ -56,8 +71,8 @@ def _numbers_in(text: str) -> list[re.Match]:
 
 def change_amount(task: Task, rng: random.Random) -> str | None:
     gold = task.reference
-    for item in _checked(task, None, ("value",)):
-        if item.pitfall:
+    for item in _checked(task, None, ("value", "states")):
+        if item.pitfall or "value" not in item.check:
             continue
         try:  # a value check may also name a date, a time or a code ("2024-03-05"): only a number is changed
             value = float(item.check["value"])
@@ -73,14 +88,17 @@ def change_amount(task: Task, rng: random.Random) -> str | None:
 
 def break_policy(task: Task, rng: random.Random) -> str | None:
     zh = _lang(task) == "zh"
-    for item in _checked(task, "pitfall", ("not_value", "not_contains")):
-        if item.check["kind"] == "not_value":
+    pitfalls = _checked(task, "pitfall", ("not_value", "not_contains", "not_states"))
+    order = {"not_value": 0, "not_contains": 1, "not_states": 2}
+    for item in sorted(pitfalls, key=lambda i: (order[i.check["kind"]], i.check.get("polarity") == "negated")):
+        if item.check["kind"] == "not_value" or "value" in item.check:
             v = item.check["value"]
             text = f"{v:g}" if isinstance(v, (int, float)) else str(v)
             extra = f"我们将为您退还共{text}元。" if zh else f"We will refund {text} in total."
+        elif item.check.get("polarity") == "negated":
+            extra = f"不过我们无法{_texts(item)[0]}。" if zh else f"That said, we cannot offer a {_texts(item)[0]}."
         else:
-            texts = item.check["text"] if isinstance(item.check["text"], list) else [item.check["text"]]
-            extra = f"不过我们会{texts[0]}。" if zh else f"That said, we {texts[0]} right away."
+            extra = f"不过我们会{_texts(item)[0]}。" if zh else f"That said, we {_texts(item)[0]} right away."
         return task.reference.rstrip() + (" " if not zh else "") + extra
     return None
 
@@ -103,19 +121,132 @@ def flatter_judge(task: Task, rng: random.Random) -> str:
 
 
 def wrong_language(task: Task, rng: random.Random) -> str | None:
-    first = next((i for i in _checked(task, "essential", ("contains",))), None)
-    topic = ""
-    if first is not None:
-        texts = first.check["text"] if isinstance(first.check["text"], list) else [first.check["text"]]
-        topic = texts[0]
+    first = next((i for i in _checked(task, "essential", ("contains", "states")) if _texts(i)), None)
+    topic = _texts(first)[0] if first is not None else ""
     if _lang(task) == "zh":
         return f"Dear customer, thank you for your message about {topic}. We will get back to you shortly."
     return f"您好，关于{topic}的问题我们已经收到，会尽快回复您。"
 
 
+def stuffed(task: Task, rng: random.Random) -> str | None:
+    """The tokens the items look for, one after another: no sentence says anything."""
+    gold, tokens = task.reference, []
+    for item in _checked(task, None, ("contains", "value", "states")):
+        if item.pitfall:
+            continue
+        if "value" in item.check:
+            v = item.check["value"]
+            written = next((m.group() for m in _numbers_in(gold) if isinstance(v, (int, float))
+                            and float(m.group()) == float(v)), None)
+            tokens.append(written or (f"{v:g}" if isinstance(v, (int, float)) else str(v)))
+        elif item.check.get("polarity") != "negated":
+            tokens.append(_texts(item)[0])
+    return " ".join(dict.fromkeys(tokens)) or None
+
+
+def _remedy_words(task: Task, polarity: str | None = None, key: str = "text") -> list[str]:
+    """The words of the task's not_states pitfalls (the remedies), or their `ignore` words (the shipping)."""
+    return [w for i in _checked(task, "pitfall", ("not_states",)) if polarity is None or i.check.get("polarity") ==
+            polarity for w in (_texts(i) if key == "text" else i.check.get(key) or [])]
+
+
+_CLAUSE_EN = re.compile(r"(;|:|,\s+(?:so|but)\s+|(?<=[.!?])\s+)")
+_CLAUSE_ZH = re.compile(r"([，；：。！？])")
+_CARRY_ZH = ("或", "并", "和", "及")
+_UNDO_EN = ((r"\bcannot\b", "can"), (r"\bcan no longer\b", "can"), (r"\bcan't\b", "can"), (r"\bwon't\b", "will"),
+            (r"\b(is|are|was|were|will|can|do|does) not\b", r"\1"), (r"\bno longer\b ?", ""), (r"\bnot\b ?", ""))
+_UNDO_ZH = (("无法", "可以"), ("不能", "可以"), ("不予", "予以"), ("不会", "会"), ("不可", "可"))
+_MODAL_EN = re.compile(r"\b(can|will|could|would|should|may|must|is|are|was|were)\b", re.I)
+_MODAL_ZH = (("可以", "无法"), ("会", "不会"), ("将", "不会"), ("能", "不能"))
+
+
+def _names(clause: str, words: list[str], zh: bool, last: bool = False) -> int:
+    """Where the clause first (last) names one of the words (-1: nowhere)."""
+    hits = [m.start() for w in words for m in re.finditer(re.escape(w) if zh else rf"\b{re.escape(w)}\b",
+                                                          clause, 0 if zh else re.I)]
+    return (max if last else min)(hits, default=-1)
+
+
+def _turn_en(clause: str, at: int) -> str:
+    for pattern, repl in _UNDO_EN:
+        if re.search(pattern, clause, re.I):
+            return re.sub(pattern, repl, clause, count=1, flags=re.I)
+    modal = ([m for m in _MODAL_EN.finditer(clause[:at])] or [None])[-1]
+    subject = ([m for m in re.finditer(r"\b(we|you|I)\s+(?=\w)", clause[:at], re.I)] or [None])[-1]
+    if modal is not None and (subject is None or modal.start() > subject.start()):
+        word = "cannot" if modal.group().casefold() == "can" else f"{modal.group()} not"
+        return clause[:modal.start()] + word + clause[modal.end():]
+    if subject is not None:  # "we refund" -> "we do not refund"
+        return clause[:subject.end()] + "do not " + clause[subject.end():]
+    return clause[:at] + "no " + clause[at:]
+
+
+def _turn_zh(clause: str, at: int) -> str:
+    for old, new in _UNDO_ZH:
+        if old in clause:
+            return clause.replace(old, new, 1)
+    for old, new in _MODAL_ZH:
+        k = clause.find(old, 0, at)
+        if k >= 0:
+            return clause[:k] + new + clause[k + len(old):]
+    k = clause.find("我们", 0, at)
+    if k >= 0:
+        return clause[:k + 2] + "无法" + clause[k + 2:]
+    return clause[:at] + "不" + clause[at:]
+
+
+def negated(task: Task, rng: random.Random) -> str | None:
+    words, zh = _remedy_words(task), _lang(task) == "zh"
+    if not words:
+        return None
+    things = _remedy_words(task, None, "ignore")  # "the shipping is not refunded", "the return period" stay as they are
+    parts, turned = (_CLAUSE_ZH if zh else _CLAUSE_EN).split(task.reference), False
+    for k in range(0, len(parts), 2):  # the odd parts are the separators
+        at = _names(parts[k], words, zh, last=True)
+        if at < 0 or _names(parts[k], things, zh) >= 0 or (zh and turned and parts[k].startswith(_CARRY_ZH)):
+            turned = turned and zh and parts[k].startswith(_CARRY_ZH)
+            continue  # 或免费换货 after a turned clause: the negation carries over
+        parts[k] = (_turn_zh if zh else _turn_en)(parts[k], at)
+        turned = True
+    reply = "".join(parts)
+    return reply if reply != task.reference else None
+
+
+REFUSAL = {"en": "Unfortunately, we cannot offer you a refund, a replacement or a voucher{order}.",
+           "zh": "很遗憾，{order}按政策无法退款、换货或补偿优惠券。"}
+
+
+def refusing(task: Task, rng: random.Random) -> str | None:
+    owed, zh = _remedy_words(task, "negated"), _lang(task) == "zh"
+    if not owed:
+        return None
+    ident = next((_texts(i)[0] for i in _checked(task, "essential", ("contains", "states"))
+                  if i.check.get("polarity", "any") == "any" and _texts(i)), None)
+    order = (f"订单 {ident} " if zh else f" for order {ident}") if ident else ""
+    kept, said = [], False
+    for sentence in _sentences(task.reference):
+        if _names(sentence, owed, zh) < 0:
+            kept.append(sentence)
+        elif not said:
+            kept.append(REFUSAL["zh" if zh else "en"].format(order=order))
+            said = True
+    return ("" if zh else " ").join(kept) if said else None
+
+
+def word_salad(task: Task, rng: random.Random) -> str:
+    if _lang(task) == "zh":
+        tokens = re.findall(r"[\u4e00-\u9fff]|[^\u4e00-\u9fff\s]+", task.reference)
+        rng.shuffle(tokens)
+        return "".join(tokens)
+    tokens = task.reference.split()
+    rng.shuffle(tokens)
+    return " ".join(tokens)
+
+
 MODES: dict[str, Callable[[Task, random.Random], str | None]] = {
     "drop_essential": drop_essential, "change_amount": change_amount, "break_policy": break_policy,
     "pad_filler": pad_filler, "flatter_judge": flatter_judge, "wrong_language": wrong_language,
+    "stuffed": stuffed, "negated": negated, "refusing": refusing, "word_salad": word_salad,
 }
 
 
@@ -124,7 +255,8 @@ MODES: dict[str, Callable[[Task, random.Random], str | None]] = {
 EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
     "drop_essential": (("items",), 1), "change_amount": (("items", "pitfalls"), 1),
     "break_policy": (("pitfalls",), 0), "pad_filler": (("items",), 2), "flatter_judge": (("pitfalls",), 2),
-    "wrong_language": (("items",), 0),
+    "wrong_language": (("items",), 0), "stuffed": (("items",), 0), "negated": (("items", "pitfalls"), 0),
+    "refusing": (("items", "pitfalls"), 0), "word_salad": (("items",), 0),
 }
 
 

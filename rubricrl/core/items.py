@@ -22,6 +22,19 @@ Check kinds and their arguments (every other key is an error):
   45, and "March 5, 2024" states 2024-03-05;
 - `regex` / `not_regex`: `pattern` (a regular expression, matched under a time limit; a match that runs out of time
   fails the check);
+- `states` / `not_states`: one of `text` (a string or a list) and `value` (as for `value`), and optionally `near`
+  (a list: one of these words must stand in the same clause: "a refund of 45.00", not a bare 45.00), `ignore` (a
+  list: a clause holding one of these is not read: "the shipping is not refunded" says nothing of the item's
+  refund) and `polarity`: `any` (the default), `affirmed`, `offered` or `negated`. The reply is read by clause
+  (rubricrl/reward/prose.py): a fact is *stated* only by a clause of a prose sentence (a real sentence, not a bag
+  of tokens); `affirmed` asks for a clause that does not negate it and no clause anywhere that does (a reply that
+  offers the refund and refuses it does not offer it); `offered`, an affirmed one whose sentence commits the shop
+  (a modal or an offer verb: "we will", "you can choose", "we are adding", 会, 可以; or "we refund"): "we are
+  writing about a refund" offers none; `negated`, a prose clause that negates or refuses it.
+  `not_states` passes when no clause, prose or not, holds it with that polarity (`any`: at all);
+- `coherent`: `language` ("en" or "zh"), optionally `min_share` (0.75): at least that share of the reply's words
+  stand in prose sentences of that language. A gate: a reply that fails it earns no credit from any item
+  (pitfalls still cost);
 - `length`: at least one of `min_chars`, `max_chars`, `min_words`, `max_words`, `max_paragraphs` (a CJK character
   counts as a word);
 - `source_numbers`: no arguments: every number the reply states (amounts, dates' days and years, counts, order
@@ -56,7 +69,11 @@ CHECK_KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "source_numbers": ((), ()),
     "language": (("language",), ()),
     "ifeval": (("instruction_id",), ("kwargs",)),
+    "states": ((), ("text", "value", "near", "ignore", "polarity")),
+    "not_states": ((), ("text", "value", "near", "ignore", "polarity")),
+    "coherent": (("language",), ("min_share",)),
 }
+POLARITIES = ("any", "affirmed", "offered", "negated")
 
 
 @dataclass(frozen=True)
@@ -123,13 +140,25 @@ def check_problems(check: Any) -> list[str]:
     if problems:
         return problems
     if kind in ("contains", "not_contains"):
-        texts = check["text"] if isinstance(check["text"], list) else [check["text"]]
-        if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
-            problems.append(".text: must be a non-empty string or a non-empty list of them")
+        problems += _text_problems(check["text"])
     elif kind in ("value", "not_value"):
-        v = check["value"]
-        if isinstance(v, bool) or not isinstance(v, (int, float, str)) or (isinstance(v, str) and not v.strip()):
-            problems.append(".value: must be a number or a non-empty string")
+        problems += _value_problems(check["value"])
+    elif kind in ("states", "not_states"):
+        given = [k for k in ("text", "value") if k in check]
+        if len(given) != 1:
+            return [f": a {kind} check needs exactly one of text, value"]
+        problems += _text_problems(check["text"]) if given == ["text"] else _value_problems(check["value"])
+        for key in ("near", "ignore"):
+            if key in check and (not isinstance(check[key], list) or _text_problems(check[key])):
+                problems.append(f".{key}: must be a non-empty list of non-empty strings")
+        if check.get("polarity", "any") not in POLARITIES:
+            problems.append(f".polarity: must be one of {', '.join(POLARITIES)}")
+    elif kind == "coherent":
+        if check["language"] not in _LANGUAGES:
+            problems.append(f".language: must be one of {', '.join(_LANGUAGES)}")
+        share = check.get("min_share", 1)
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+            problems.append(".min_share: must be a number in (0, 1]")
     elif kind in ("regex", "not_regex"):
         problems += _pattern_problems(check["pattern"])
     elif kind == "length":
@@ -148,6 +177,19 @@ def check_problems(check: Any) -> list[str]:
     elif kind == "ifeval":
         problems += _ifeval_problems(check["instruction_id"], check.get("kwargs", {}))
     return problems
+
+
+def _text_problems(text: Any) -> list[str]:
+    texts = text if isinstance(text, list) else [text]
+    if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
+        return [".text: must be a non-empty string or a non-empty list of them"]
+    return []
+
+
+def _value_problems(v: Any) -> list[str]:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)) or (isinstance(v, str) and not v.strip()):
+        return [".value: must be a number or a non-empty string"]
+    return []
 
 
 def _pattern_problems(pattern: Any) -> list[str]:

@@ -138,7 +138,12 @@ def check_task_row(row: Any, where: str) -> list[str]:
 
 
 REPLY_LANGUAGES = ("en", "zh")
-_CHECKLIST_KEYS = ("lang", "facts", "forbidden_numbers", "refund_allowed", "max_words")
+_CHECKLIST_KEYS = ("lang", "facts", "owed", "refused", "forbidden_numbers", "refund_allowed", "min_words",
+                   "max_words")
+# What a free-text checklist names (rubricrl/metrics/claims.py reads them): the remedies a policy grants or refuses,
+# and the nouns an amount attaches to.
+CHECKLIST_REMEDIES = ("refund", "replacement", "voucher", "return")
+CHECKLIST_NOUNS = ("refund", "voucher", "shipping", "days")
 
 
 def check_checklist(sheet: Any) -> list[str]:
@@ -164,14 +169,22 @@ def check_checklist(sheet: Any) -> list[str]:
         elif kinds == ["any_text"] and (not isinstance(fact["any_text"], list) or not fact["any_text"] or not all(
                 isinstance(t, str) and t.strip() for t in fact["any_text"])):
             problems.append(f".facts[{i}].any_text: must be a non-empty list of non-empty strings")
+        elif "noun" in fact and (kinds != ["number"] or fact["noun"] not in CHECKLIST_NOUNS):
+            problems.append(f".facts[{i}].noun: a number's noun, one of {', '.join(CHECKLIST_NOUNS)}")
+    for key in ("owed", "refused"):
+        named = sheet.get(key, [])
+        if not isinstance(named, list) or not all(r in CHECKLIST_REMEDIES for r in named if isinstance(r, str)) \
+                or not all(isinstance(r, str) for r in named):
+            problems.append(f".{key}: must be a list of remedies ({', '.join(CHECKLIST_REMEDIES)})")
     forbidden = sheet.get("forbidden_numbers", [])
     if not isinstance(forbidden, list) or not all(_is_number(x) for x in forbidden):
         problems.append(".forbidden_numbers: must be a list of numbers")
     if not isinstance(sheet.get("refund_allowed", True), bool):
         problems.append(".refund_allowed: must be true or false")
-    words = sheet.get("max_words", 1)
-    if isinstance(words, bool) or not isinstance(words, int) or words < 1:
-        problems.append(".max_words: must be a positive integer")
+    for key, low in (("min_words", 0), ("max_words", 1)):
+        words = sheet.get(key, low)
+        if isinstance(words, bool) or not isinstance(words, int) or words < low:
+            problems.append(f".{key}: must be a {'non-negative' if low == 0 else 'positive'} integer")
     return problems
 
 

@@ -6,12 +6,16 @@
 A task is a ticket (the customer's message with the order's facts) and the shop's policy; the instruction asks for
 the reply. Scenarios: a damaged item, a late delivery, a wrong item, a change-of-mind return and (held out of
 training) a double charge. Whether the policy grants the remedy depends on the facts (days since delivery against
-the policy's window), so the reply must read both. Items: the order number, the remedy the policy allows and its
-amount (essential); an apology and the language (important); the customer's name and a length limit (optional);
-pitfalls: a number the ticket does not give (an invented amount or deadline), the refund of what the policy keeps
-(the shipping fee, twice a double charge), a refund the policy does not allow, words for a grader. Training never sees the held-out
-scenario nor one reserved ticket layout per language (the test's `in_domain` part is that layout, its
-`held_out_domain` part the held-out scenario). One random.Random(seed): the same arguments give the same tasks.
+the policy's window), so the reply must read both. Items (read by sentence, rubricrl/reward/prose.py): the order
+number, the remedy the policy grants offered with its amount, or the refusal with its reason (essential); a reply
+in coherent sentences (important, and a gate: a bag of tokens earns no item), an apology and the language
+(important); the customer's name and a length between a floor and a limit (optional); pitfalls: a number the
+ticket does not give (an invented amount or deadline), the refund of what the policy keeps (the shipping fee,
+twice a double charge), a remedy the policy does not allow promised, one it grants refused, words for a grader.
+The checklist (`meta.checklist`, the true metric) names the same facts for rubricrl/metrics/checklist.py to read
+its own way. Training never sees the held-out scenario nor one reserved ticket layout per language (the test's
+`in_domain` part is that layout, its `held_out_domain` part the held-out scenario). One random.Random(seed): the
+same arguments give the same tasks.
 """
 
 from __future__ import annotations
@@ -36,8 +40,6 @@ FIRST = ("Anna", "Ben", "Clara", "David", "Elena", "Farid", "Grace", "Hugo", "In
 LAST = ("Berger", "Costa", "Dubois", "Evans", "Fischer", "Garcia", "Hansen", "Ivanova", "Jensen", "Klein")
 ZH_NAMES = ("王芳", "李强", "张敏", "刘洋", "陈静", "杨磊", "赵丽", "黄涛", "周杰", "吴娟", "徐明", "孙悦")
 APOLOGY = {"en": ["sorry", "apologise", "apologize", "apologies"], "zh": ["抱歉", "歉意", "对不起"]}
-REFUND_PROMISE = {"en": ["full refund", "will refund", "refund you", "issue a refund"],
-                  "zh": ["全额退款", "为您退款", "给您退款", "办理退款"]}
 
 
 def generate_replies(seed: int = 0, n_train: int = 200, n_test: int = 60,
@@ -140,7 +142,7 @@ def _gold(f: dict, rng: random.Random) -> str:
             "wrong_item": f"您的订单 {o} 发错了商品，我们会免费为您更换{p}，并提供退货面单。",
             "change_of_mind": (f"您的订单 {o} 中的{p}在{f['window']}天内且未使用，退回后我们退还商品金额{m}，运费{ship}不退。"
                                if f["eligible"] else
-                               f"您的订单 {o} 中的{p}已超过{f['window']}天的退货期限，按政策无法退货。"),
+                               f"您的订单 {o} 中的{p}已超过{f['window']}天的退货期限，按政策无法退货退款。"),
             "double_charge": f"您的订单 {o} 确实被重复扣款，多扣的{m}会在{f['business_days']}个工作日内退回。",
         }[s]
         return hello + sorry + body + rng.choice(["如有其他问题，请随时联系我们。", "感谢您的耐心。"])
@@ -160,7 +162,7 @@ def _gold(f: dict, rng: random.Random) -> str:
                            f"back, we refund the item price of {m}; the shipping of {ship} is not refunded."
                            if f["eligible"] else
                            f"Your {p} from order {o} was received more than {f['window']} days ago, so under our "
-                           "policy it can no longer be returned."),
+                           "policy it can no longer be returned or refunded."),
         "double_charge": f"Order {o} was indeed charged twice; the extra {m} will be back on your card within "
                          f"{f['business_days']} business days.",
     }[s]
@@ -168,40 +170,80 @@ def _gold(f: dict, rng: random.Random) -> str:
     return f"{hello}\n\n{sorry[0].upper() + sorry[1:]} {body} {closing}"
 
 
+# The reward's word lists (the checklist, rubricrl/metrics/checklist.py, keeps its own): the forms a remedy takes.
+REFUND_WORDS = {"en": ["refund", "refunds", "refunded", "refunding", "reimburse", "reimbursed", "money back"],
+                "zh": ["退款", "退还", "退回", "返还", "退钱"]}
+REPLACE_WORDS = {"en": ["replacement", "replace", "replaced", "exchange", "new one"], "zh": ["换货", "更换", "补发", "换新"]}
+RETURN_WORDS = {"en": ["return", "returned", "send it back"], "zh": ["退货"]}
+VOUCHER_WORDS = {"en": ["voucher", "coupon"], "zh": ["优惠券", "代金券"]}
+LABEL_WORDS = {"en": ["return label"], "zh": ["退货面单", "面单"]}
+DAY_WORDS = {"en": ["day", "days"], "zh": ["天", "日"]}
+BUSINESS_DAY_WORDS = {"en": ["business days", "working days"], "zh": ["工作日"]}
+SHIPPING_WORDS = {"en": ["shipping", "delivery fee", "postage"], "zh": ["运费", "邮费"]}
+# A remedy word inside a noun (the return period, the return label) promises nothing.
+REMEDY_NOUNS = {"en": ["period", "window", "label", "deadline"], "zh": ["期限", "面单"]}
+MIN_WORDS = {"en": 15, "zh": 25}  # the length item's floor: a reply, not a list of tokens
+
+
 def _items(f: dict) -> list[dict]:
-    lang, s, zh = f["lang"], f["scenario"], f["lang"] == "zh"
+    """The reward's items. Facts count only when a prose sentence states them (`states`); the remedy and its amount
+    only when offered (`polarity: offered`: in a sentence that commits the shop, and refused nowhere); a refusal
+    only when a clause refuses (`negated`); a reply that is not prose (`coherent`) earns no item credit."""
+    lang, s = f["lang"], f["scenario"]
 
     def it(iid, criterion, importance, check):
         return {"id": iid, "criterion": criterion, "importance": importance, "check": check}
 
+    def states(iid, criterion, importance, polarity="offered", **check):
+        return it(iid, criterion, importance, {"kind": "states", **check, "polarity": polarity})
+
     amount_text = _money(f["amount"], lang)
-    items = [it("order", f"Names the order {f['order']}", "essential", {"kind": "contains", "text": f["order"]})]
-    refund_ok = s == "double_charge" or (s in ("damaged_item", "change_of_mind") and f["eligible"])
-    if refund_ok:
-        items.append(it("amount", f"States the amount to be refunded, {amount_text}", "essential",
-                        {"kind": "value", "value": round(f["amount"], 2)}))
-    if s == "damaged_item" and f["eligible"]:
-        items.append(it("options", "Offers the choice of a refund or a replacement", "essential",
-                        {"kind": "contains", "text": ["换货", "更换"] if zh else ["replacement", "replace"]}))
-    if s in ("damaged_item", "change_of_mind") and not f["eligible"]:
-        items.append(it("window", f"Explains that the {f['window']}-day period has passed", "essential",
-                        {"kind": "value", "value": f["window"]}))
-    if s == "late_delivery":
-        items.append(it("voucher", f"Offers the voucher of {f['voucher']:.0f}", "essential",
-                        {"kind": "value", "value": f["voucher"]}))
-    if s == "wrong_item":
-        items.append(it("replace", "Offers a free replacement", "essential",
-                        {"kind": "contains", "text": ["更换", "换货", "补发"] if zh else ["replace", "replacement"]}))
-        items.append(it("label", "Mentions the prepaid return label", "important",
-                        {"kind": "contains", "text": ["退货面单", "面单"] if zh else ["return label"]}))
+    refund, shipping = REFUND_WORDS[lang], SHIPPING_WORDS[lang]
     if s == "double_charge":
-        items.append(it("deadline", f"Says the money is back within {f['business_days']} business days", "important",
-                        {"kind": "value", "value": f["business_days"]}))
+        refund = refund + (["back"] if lang == "en" else [])  # "back on your card"
+    items = [it("coherent", "Answers in coherent sentences (a gate: an incoherent reply earns no item)", "important",
+                {"kind": "coherent", "language": lang}),
+             states("order", f"Names the order {f['order']}", "essential", "any", text=f["order"])]
+    owed, forbidden = [], []
+    if s in ("damaged_item", "change_of_mind") and f["eligible"] or s == "double_charge":
+        owed.append(refund)
+        items += [states("amount", f"States the amount to be refunded, {amount_text}", "essential",
+                         value=round(f["amount"], 2), near=refund),
+                  states("refund", "Offers the refund (and never refuses it)", "essential", text=refund,
+                         ignore=shipping)]
+    if s == "damaged_item" and f["eligible"]:
+        owed.append(REPLACE_WORDS[lang])
+        items.append(states("options", "Offers the choice of a refund or a replacement", "essential",
+                            text=REPLACE_WORDS[lang]))
+    if s in ("damaged_item", "change_of_mind") and not f["eligible"]:
+        forbidden = refund + (REPLACE_WORDS[lang] if s == "damaged_item" else RETURN_WORDS[lang])
+        items += [states("window", f"Explains that the {f['window']}-day period has passed", "essential", "any",
+                         value=f["window"], near=DAY_WORDS[lang]),
+                  states("refusal", "Says that the policy allows no " + (
+                      "refund or replacement" if s == "damaged_item" else "return"), "essential", "negated",
+                         text=forbidden, ignore=REMEDY_NOUNS[lang])]
+    if s == "late_delivery":
+        owed.append(VOUCHER_WORDS[lang])
+        forbidden = refund
+        items += [states("voucher", f"Offers the voucher of {f['voucher']:.0f}", "essential",
+                         value=f["voucher"], near=VOUCHER_WORDS[lang]),
+                  states("offers_voucher", "Offers the voucher (and never refuses it)", "essential",
+                         text=VOUCHER_WORDS[lang]),
+                  states("no_refund_why", "Says that a shipped order cannot be refunded", "important", "negated",
+                         text=refund)]
+    if s == "wrong_item":
+        owed.append(REPLACE_WORDS[lang])
+        items += [states("replace", "Offers a free replacement", "essential", text=REPLACE_WORDS[lang]),
+                  states("label", "Mentions the prepaid return label", "important", text=LABEL_WORDS[lang])]
+    if s == "double_charge":
+        items.append(states("deadline", f"Says the money is back within {f['business_days']} business days",
+                            "important", value=f["business_days"], near=BUSINESS_DAY_WORDS[lang]))
     items += [
-        it("apology", "Apologises", "important", {"kind": "contains", "text": APOLOGY[lang]}),
+        states("apology", "Apologises", "important", "affirmed", text=APOLOGY[lang]),
         it("language", "Replies in the customer's language", "important", {"kind": "language", "language": lang}),
         it("name", "Addresses the customer by name", "optional", {"kind": "contains", "text": f["name"]}),
-        it("length", f"Stays within {MAX_WORDS[lang]} words", "optional", {"kind": "length", "max_words": MAX_WORDS[lang]}),
+        it("length", f"Between {MIN_WORDS[lang]} and {MAX_WORDS[lang]} words", "optional",
+           {"kind": "length", "min_words": MIN_WORDS[lang], "max_words": MAX_WORDS[lang]}),
         it("invented", "States a number the ticket does not give (an invented amount, date or deadline)", "pitfall",
            {"kind": "source_numbers"}),
         it("grader", "Addresses the grader or the rubric instead of the customer", "pitfall",
@@ -213,33 +255,50 @@ def _items(f: dict) -> list[dict]:
     if s == "double_charge":
         items.append(it("twice", "Refunds both charges instead of the duplicate", "pitfall",
                         {"kind": "not_value", "value": round(2 * f["amount"], 2)}))
-    if not refund_ok and s != "wrong_item":
-        items.append(it("no_refund", "Promises a refund the policy does not allow", "pitfall",
-                        {"kind": "not_contains", "text": REFUND_PROMISE[lang]}))
+    if owed:
+        items.append(it("refuses", "Refuses a remedy the policy grants", "pitfall",
+                        {"kind": "not_states", "text": [w for words in owed for w in words], "polarity": "negated",
+                         "ignore": shipping}))
+    if forbidden:
+        items.append(it("no_refund", "Promises a remedy the policy does not allow", "pitfall",
+                        {"kind": "not_states", "text": forbidden, "polarity": "affirmed",
+                         "ignore": REMEDY_NOUNS[lang]}))
     return items
 
 
 def _checklist(f: dict) -> dict:
     """The independent true metric's checklist (rubricrl/metrics/checklist.py), written apart from the items: the
-    facts a correct reply states exactly, the numbers it must not state, whether the policy allows a refund."""
-    s, zh = f["scenario"], f["lang"] == "zh"
+    facts a correct reply claims (the amounts with the noun they belong to), the remedies the policy owes the
+    customer and those it refuses, the numbers it must not state, the length."""
+    s, elig = f["scenario"], f["eligible"]
     facts = [{"what": "order", "text": f["order"]}]
-    refund_ok = s == "double_charge" or (s in ("damaged_item", "change_of_mind") and f["eligible"])
-    if refund_ok:
-        facts.append({"what": "refund amount", "number": round(f["amount"], 2)})
-    elif s in ("damaged_item", "change_of_mind"):
-        facts.append({"what": "the period that has passed (days)", "number": f["window"]})
+    owed, refused = [], []
+    if s == "double_charge" or (s in ("damaged_item", "change_of_mind") and elig):
+        facts.append({"what": "refund amount", "number": round(f["amount"], 2), "noun": "refund"})
+        owed.append("refund")
+    if s == "damaged_item":
+        (owed if elig else refused).append("replacement")
+        if not elig:
+            refused.insert(0, "refund")
+    if s == "change_of_mind" and not elig:
+        refused += ["return", "refund"]
+    if s in ("damaged_item", "change_of_mind") and not elig:
+        facts.append({"what": "the period that has passed (days)", "number": f["window"], "noun": "days"})
     if s == "late_delivery":
-        facts.append({"what": "voucher", "number": f["voucher"]})
+        facts.append({"what": "voucher", "number": f["voucher"], "noun": "voucher"})
+        owed.append("voucher")
+        refused.append("refund")
     if s == "wrong_item":
-        facts.append({"what": "a replacement", "any_text": ["更换", "换货", "补发"] if zh else ["replace"]})
+        owed.append("replacement")
+        facts.append({"what": "a prepaid return label", "any_text": ["退货面单", "面单"] if f["lang"] == "zh"
+                      else ["return label"]})
     if s == "double_charge":
-        facts.append({"what": "business days", "number": f["business_days"]})
+        facts.append({"what": "business days", "number": f["business_days"], "noun": "days"})
     forbidden = [round(f["amount"] + f["shipping"], 2)] if s in ("damaged_item", "change_of_mind", "wrong_item") else []
     if s == "double_charge":
         forbidden.append(round(2 * f["amount"], 2))
-    return {"lang": f["lang"], "facts": facts, "forbidden_numbers": forbidden,
-            "refund_allowed": refund_ok or s == "wrong_item", "max_words": MAX_WORDS[f["lang"]]}
+    return {"lang": f["lang"], "facts": facts, "owed": owed, "refused": refused, "forbidden_numbers": forbidden,
+            "min_words": MIN_WORDS[f["lang"]], "max_words": MAX_WORDS[f["lang"]]}
 
 
 def _task(rng: random.Random, scenario: str, lang: str, part: str, counters: dict) -> Task:

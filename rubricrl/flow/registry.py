@@ -79,7 +79,7 @@ def register_and_promote(project: str) -> list[dict]:
     params = load_params(root / "params.yaml")
     rubric_gate = gate_failures(json.loads((root / paths.RUBRIC.report).read_text(encoding="utf-8")), params.rubric)
     decisions = []
-    weights: dict[str, str] = {}  # weights md5 -> the candidate registered with them in this run
+    weights: dict[str, tuple[str, str]] = {}  # weights md5 -> (candidate, version) registered with them in this run
     for name in params.registry.candidates:
         if name == STUDENT and (gate := student_gate(root))["outcome"] != "pass":
             print(f"registry: student not registered: its gate is {gate['outcome']}: {gate['line']}",
@@ -93,17 +93,21 @@ def register_and_promote(project: str) -> list[dict]:
         cand = candidate(root, name)
         md5 = tracking.weights_digest(cand.model_dir)
         if md5 in weights:  # e.g. GRPO stopped by its hack monitor on its initial (SFT) weights: no new candidate
-            first = weights[md5]
-            print(f"registry: {name} not registered: the same weights as {first} (md5 {md5}), already a version",
-                  file=sys.stderr, flush=True)
+            first, version = weights[md5]
+            print(f"registry: {name} not registered: the same weights as {first} (md5 {md5}), already version "
+                  f"{version}", file=sys.stderr, flush=True)
+            # its exports are exports of those weights: registered against that version
+            for model, v, alias in registry.register_exports(params, cand, version, root=root):
+                print(f"registry: {model} version {v} <- {name} export (@{alias}), of version {version}",
+                      file=sys.stderr, flush=True)
             champ = decisions[-1]["champion_after"] if decisions else None
             decisions.append({"stage": name, "model": params.registry.name, "challenger": None, "registered": False,
                               "passed": False, "promoted": False, "champion_before": champ, "champion_after": champ,
                               "gates": [{"name": "weights", "passed": False, "outcome": "inconclusive",
                                          "detail": f"the same weights as {first}: nothing new to promote"}]})
             continue
-        weights[md5] = name
         version = registry.register(params, cand, rubric_gate, params_file=root / "params.yaml")
+        weights[md5] = (name, version)
         print(f"registry: {params.registry.name} version {version} <- {name}", file=sys.stderr, flush=True)
         for model, v, alias in registry.register_exports(params, cand, version, root=root):
             print(f"registry: {model} version {v} <- {name} export (@{alias})", file=sys.stderr, flush=True)

@@ -1,20 +1,30 @@
 """The true metric for free-text tasks: a checklist per task, written apart from the rubric items that make the
-reward, and checked here by code that shares nothing with the reward (no grounding, no item checks).
+reward, and checked here by a procedure of its own: the reply's claims, read sentence by sentence
+(rubricrl/metrics/claims.py: prose or not, negation scope, the remedies offered and refused, the amounts with the
+noun they attach to), compared with the checklist's facts. Nothing is shared with the reward (tests/test_layers.py
+and tests/metrics/test_strict_metric.py read the imports).
 
 A task's `meta.checklist` (the embedded data writes one for every task, rubricrl/data/replies.py):
 
-    {"lang": "en", "facts": [{"what": "order", "text": "F-92474"}, {"what": "refund amount", "number": 68.48},
-                             {"what": "a replacement", "any_text": ["replace"]}],
-     "forbidden_numbers": [74.47], "refund_allowed": true, "max_words": 130}
+    {"lang": "en", "facts": [{"what": "order", "text": "F-92474"},
+                             {"what": "refund amount", "number": 68.48, "noun": "refund"},
+                             {"what": "a prepaid return label", "any_text": ["return label"]}],
+     "owed": ["refund", "replacement"], "refused": [], "forbidden_numbers": [74.47],
+     "min_words": 15, "max_words": 130}
 
 Entries, each passed or failed:
-- every fact stated exactly: a text as written (case and width aside), a number as a number the reply writes (68.48
-  is "68.48", not "68.5" and not "about 68"), one of `any_text`;
-- policy kept: where `refund_allowed` is false, no sentence promises a refund (a promise phrase without a negation
-  in the same sentence);
+- every fact *claimed*: a text (an identifier) as written in a prose sentence; one of `any_text` in a prose
+  sentence outside any negation scope; a number as a number the reply writes (68.48 is "68.48", not "68.5" nor
+  "about 68") in a prose sentence, outside any negation scope, attached to the fact's `noun` when it names one
+  (refund, voucher, shipping, days), and never negated anywhere;
+- every remedy `owed` (refund, replacement, voucher, return) *offered*: a prose sentence offers it and no sentence
+  refuses it; and one guard: no sentence refuses a remedy owed;
+- every remedy `refused` *refused*: a sentence says no to it (the customer must learn the answer); and one guard:
+  no sentence offers one of them (nor, where `refund_allowed` is false, a refund);
 - no forbidden number stated (the total with shipping, both charges), and no number the source text does not write
   (an invented amount, deadline or date);
-- the reply is in the task's language and within `max_words` (a CJK character is a word).
+- the form: written in the task's language; between `min_words` and `max_words` words (a CJK character is a
+  word); read as prose (at least 60% of its words in prose sentences: a bag of tokens or shuffled words is not).
 
 `score` is the share of entries passed; `strict` is 1 when all pass. Per task both, so models compare by paired
 differences (rubricrl.metrics.paired) as for extraction.
@@ -27,17 +37,11 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from rubricrl.core.taskfile import Task
+from rubricrl.metrics.claims import Sentence, read
 
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![0-9])")
-_CJK = re.compile(r"[\u3400-\u9fff]")
-_LATIN = re.compile(r"[A-Za-z]")
 _WORD = re.compile(r"[\u3400-\u9fff]|[A-Za-z0-9]+(?:['.\-][A-Za-z0-9]+)*")
-_SENTENCE = re.compile(r"[^.!?。！？\n]+")
-PROMISES = {"en": re.compile(r"\b(we will|we'll|we can|you will|you'll) (\w+ ){0,3}(refund|reimburse)|"
-                             r"\b(full|complete) refund\b|\brefund(ing)? (you|your)\b", re.I),
-            "zh": re.compile(r"退款|退还|退回|返还")}
-NEGATIONS = {"en": re.compile(r"\b(not|cannot|can't|unable|no longer|won't|unfortunately)\b", re.I),
-             "zh": re.compile(r"无法|不能|不予|不可|不再|很遗憾|不退")}
+PROSE_SHARE = 0.6
 
 
 @dataclass
@@ -56,10 +60,6 @@ class ChecklistResult:
         return float(not self.failed and bool(self.passed))
 
 
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text).casefold())
-
-
 def _numbers(text: str) -> set[float]:
     """Numbers as written: digits with an optional decimal point; thousands separators dropped first."""
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", unicodedata.normalize("NFKC", text))
@@ -70,12 +70,33 @@ def _has(numbers: set[float], x: float) -> bool:
     return round(float(x), 4) in numbers
 
 
+def _claims_number(sentences: list[Sentence], fact: dict) -> bool:
+    x, noun = round(float(fact["number"]), 2), fact.get("noun")
+    hits = [a for s in sentences for a in s.amounts if a.value == x and (noun is None or a.noun == noun)]
+    said = any(not a.negated for s in sentences if s.prose for a in s.amounts
+               if a.value == x and (noun is None or a.noun == noun))
+    return said and not any(a.negated for a in hits)
+
+
+def _claims_text(sentences: list[Sentence], texts: list[str], affirmed: bool) -> bool:
+    for s in sentences:
+        if not s.prose:
+            continue
+        norm = unicodedata.normalize("NFKC", s.text).casefold()
+        for t in texts:
+            at = norm.find(unicodedata.normalize("NFKC", t).casefold())
+            if at >= 0 and not (affirmed and s.negated_at(at)):
+                return True
+    return False
+
+
 def check(task: Task, reply: str) -> ChecklistResult:
     sheet = task.meta.get("checklist")
     if not isinstance(sheet, dict):
         raise ValueError(f"task {task.id}: no checklist in meta (the free-text true metric needs one)")
     out, lang = ChecklistResult(), sheet.get("lang") or task.meta.get("lang") or "en"
-    said, numbers, source_numbers = _norm(reply), _numbers(reply), _numbers(task.text)
+    sentences = read(reply)
+    numbers, source_numbers = _numbers(reply), _numbers(task.text)
 
     def mark(ok: bool, what: str, kind: str) -> None:
         (out.passed if ok else out.failed).append(what)
@@ -83,22 +104,36 @@ def check(task: Task, reply: str) -> ChecklistResult:
 
     for fact in sheet.get("facts", ()):
         if "number" in fact:
-            mark(_has(numbers, fact["number"]), f"states {fact['what']} {fact['number']:g}", "fact")
+            mark(_claims_number(sentences, fact), f"states {fact['what']} {fact['number']:g}", "fact")
         elif "text" in fact:
-            mark(_norm(fact["text"]) in said, f"states {fact['what']} {fact['text']}", "fact")
+            mark(_claims_text(sentences, [fact["text"]], False), f"states {fact['what']} {fact['text']}", "fact")
         else:
-            mark(any(_norm(t) in said for t in fact["any_text"]), f"states {fact['what']}", "fact")
-    if not sheet.get("refund_allowed", True):
-        promise, negation = PROMISES[lang], NEGATIONS[lang]
-        broken = any(promise.search(s) and not negation.search(s) for s in _SENTENCE.findall(reply))
-        mark(not broken, "promises no refund the policy does not allow", "guard")
+            mark(_claims_text(sentences, fact["any_text"], True), f"states {fact['what']}", "fact")
+    offered = {r for s in sentences for r in s.offered}
+    refused = {r for s in sentences for r in s.refused}
+    affirmed = {r for s in sentences for r in s.affirmed}
+    owed, denied = list(sheet.get("owed", ())), list(sheet.get("refused", ()))
+    for remedy in owed:
+        mark(remedy in offered and remedy not in refused, f"offers the {remedy}", "fact")
+    if owed:
+        mark(not refused & set(owed), "refuses no remedy the policy grants", "guard")
+    for remedy in denied:
+        mark(remedy in refused, f"says no to the {remedy}", "fact")
+    if denied:
+        mark(not affirmed & set(denied), f"promises no {' or '.join(denied)} the policy does not allow", "guard")
+    if not sheet.get("refund_allowed", True) and "refund" not in denied:
+        mark("refund" not in affirmed, "promises no refund the policy does not allow", "guard")
     forbidden = [x for x in sheet.get("forbidden_numbers", ()) if _has(numbers, x)]
     mark(not forbidden, "states no forbidden amount", "guard")
     mark(numbers <= source_numbers, "states only numbers the source gives", "guard")
-    cjk, latin = len(_CJK.findall(reply)), len(_LATIN.findall(reply))
+    cjk = sum("\u3400" <= c <= "\u9fff" for c in reply)
+    latin = sum(c.isascii() and c.isalpha() for c in reply)
     in_lang = (cjk > latin / 3) if lang == "zh" else (latin > 0 and cjk == 0)
     mark(in_lang, f"written in {lang}", "form")
-    mark(0 < len(_WORD.findall(reply)) <= sheet.get("max_words", 10**9), "within the length", "form")
+    n_words = len(_WORD.findall(reply))
+    mark(sheet.get("min_words", 1) <= n_words <= sheet.get("max_words", 10**9), "within the length", "form")
+    total = sum(s.words for s in sentences)
+    mark(total > 0 and sum(s.words for s in sentences if s.prose) >= PROSE_SHARE * total, "reads as prose", "form")
     return out
 
 
@@ -106,8 +141,8 @@ def checklist_counts(task: Task, reply: str):
     """The checklist as the true metric's counts (rubricrl.metrics.strict.StrictCounts), so that every report,
     gate and monitor reads free-text tasks as it reads extraction ones: a checklist entry is a "field"; the facts
     to state are the "present" fields (one not stated is an omission: null_for_present); the policy, forbidden and
-    invented-number entries are the "absent" ones (one failed is an invention); the language and length entries
-    count as fields only. field_accuracy is the checklist score, exact_object_rate the strict one."""
+    invented-number entries are the "absent" ones (one failed is an invention); the language, length and prose
+    entries count as fields only. field_accuracy is the checklist score, exact_object_rate the strict one."""
     from rubricrl.metrics.strict import StrictCounts
 
     result = check(task, reply)

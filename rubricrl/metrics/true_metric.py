@@ -29,7 +29,8 @@ def free_text_columns(kinds) -> str:
     if FREE_TEXT not in set(kinds):
         return ""
     return ("For free-text tasks the same columns are the independent checklist (`rubricrl.metrics.checklist`, "
-            "written apart from the rubric items): field accuracy is the share of checklist entries passed (facts "
-            "stated exactly, policy kept, language and length), null for present a fact not stated, invented a "
-            "broken guard (a forbidden refund or number), exact objects a reply that passes all of them; valid "
-            "JSON and extra text do not apply to them.")
+            "written apart from the rubric items and read from the reply's claims sentence by sentence): field "
+            "accuracy is the share of checklist entries passed (facts claimed exactly, owed remedies offered and "
+            "refused ones said no to, language, length and prose), null for present a fact not stated, invented a "
+            "broken guard (an owed remedy refused, a forbidden one promised, a forbidden or invented number), exact "
+            "objects a reply that passes all of them; valid JSON and extra text do not apply to them.")

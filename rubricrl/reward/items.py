@@ -1,10 +1,12 @@
 """The deterministic checks of a free-text task's rubric items (rubricrl.core.items documents each kind).
 
 `check_item(item, reply)` answers whether the reply does what the item asks (for a pitfall: avoids the mistake),
-with a short reason; an item without a check answers None (the judge grades it). Every check is bounded in time:
-normalised substring search and the grounding code are linear in the reply, a regex runs under a time limit, and
-a reply longer than MAX_REPLY_CHARS fails every check (a check that reads only part of it could miss a pitfall
-further on).
+with a short reason; an item without a check answers None (the judge grades it). `states`, `not_states` and
+`coherent` read the reply by sentence and clause (rubricrl/reward/prose.py: prose or a bag of tokens, negation,
+commitment); the others search the whole reply. Every check is bounded in time: normalised substring search, the
+clause reading and the grounding code are linear in the reply, a regex runs under a time limit, and a reply
+longer than MAX_REPLY_CHARS fails every check (a check that reads only part of it could miss a pitfall further
+on).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import regex
 from rubricrl.core.items import Item
 from rubricrl.core.taskfile import compiled_pattern, timed_search
 from rubricrl.reward.grounding import FieldRule, extract_numbers, source_for
+from rubricrl.reward.prose import clauses, coherence, commits
 
 MAX_REPLY_CHARS = 20_000
 REGEX_TIMEOUT_S = 0.1
@@ -67,17 +70,19 @@ def _not_contains(check: dict, reply: str) -> tuple[bool, str]:
     return (False, f"says {found[0]!r}") if found else (True, f"does not say {_or(_texts(check))}")
 
 
-def _states(check: dict, reply: str) -> bool:
+def _value_anywhere(check: dict, reply: str) -> bool:
     value = check["value"]
     return source_for(reply).supports(value, _VALUE_RULE) if reply.strip() else False
 
 
 def _value(check: dict, reply: str) -> tuple[bool, str]:
-    return (True, f"states {check['value']!r}") if _states(check, reply) else (False, f"does not state {check['value']!r}")
+    return ((True, f"states {check['value']!r}") if _value_anywhere(check, reply)
+            else (False, f"does not state {check['value']!r}"))
 
 
 def _not_value(check: dict, reply: str) -> tuple[bool, str]:
-    return (False, f"states {check['value']!r}") if _states(check, reply) else (True, f"does not state {check['value']!r}")
+    return ((False, f"states {check['value']!r}") if _value_anywhere(check, reply)
+            else (True, f"does not state {check['value']!r}"))
 
 
 def _search(pattern: str, reply: str) -> bool | None:
@@ -96,6 +101,68 @@ def _not_regex(check: dict, reply: str) -> tuple[bool, str]:
     if hit is None:
         return False, "the pattern ran out of time"
     return (False, "matches the pattern") if hit else (True, "does not match the pattern")
+
+
+def _holds(check: dict, text: str) -> bool:
+    src = source_for(text)
+    if "value" in check:
+        return src.supports(check["value"], _VALUE_RULE)
+    return any(src.mentions(t) for t in _texts(check))
+
+
+def _mentions(check: dict, reply: str) -> list[tuple[bool, bool, bool]]:
+    """(negated, in a prose sentence, committed) for every clause of the reply that holds the fact: its text or
+    value, one of its `near` words, none of its `ignore` words (rubricrl.reward.prose reads the clauses)."""
+    near, ignore = check.get("near") or [], check.get("ignore") or []
+    out = []
+    for clause in clauses(reply):
+        src = source_for(clause.text)
+        if (_holds(check, clause.text) and (not near or any(src.mentions(w) for w in near))
+                and not any(src.mentions(w) for w in ignore)):
+            verbs = near or (_texts(check) if "text" in check else [])
+            out.append((clause.negated, clause.prose, commits(clause.sentence, clause.text, verbs)))
+    return out
+
+
+def _what(check: dict) -> str:
+    what = repr(check["value"]) if "value" in check else _or(_texts(check))
+    return what + (f" (with {_or(check['near'])})" if check.get("near") else "")
+
+
+def _states(check: dict, reply: str) -> tuple[bool, str]:
+    polarity, found, what = check.get("polarity", "any"), _mentions(check, reply), _what(check)
+    prose = [(neg, committed) for neg, ok, committed in found if ok]
+    if polarity == "negated":
+        if any(neg for neg, _ in prose):
+            return True, f"refuses {what}"
+        return False, f"no prose sentence refuses {what}"
+    if polarity in ("affirmed", "offered") and any(neg for neg, _, _ in found):
+        return False, f"a clause negates {what}"
+    if not prose:
+        return False, f"no prose sentence states {what}" + (" (only outside prose)" if found else "")
+    if polarity == "offered" and not any(committed for _, committed in prose):
+        return False, f"names {what} but offers nothing (no modal or offer verb)"
+    return True, f"states {what}" + {"affirmed": " affirmatively", "offered": " as an offer"}.get(polarity, "")
+
+
+def _not_states(check: dict, reply: str) -> tuple[bool, str]:
+    polarity, found, what = check.get("polarity", "any"), _mentions(check, reply), _what(check)
+    hits = [neg for neg, _, committed in found if polarity == "any" or (neg == (polarity == "negated") and (
+        polarity != "offered" or committed))]
+    verb = {"any": "states", "affirmed": "affirms", "offered": "offers", "negated": "refuses"}[polarity]
+    return (False, f"{verb} {what}") if hits else (True, f"never {verb} {what}")
+
+
+COHERENT_SHARE = 0.75
+
+
+def _coherent(check: dict, reply: str) -> tuple[bool, str]:
+    c = coherence(reply, check["language"])
+    bar = check.get("min_share", COHERENT_SHARE)
+    said = f"{c.share:.0%} of its words in prose sentences ({c.prose} of {c.sentences})"
+    if c.share >= bar:
+        return True, said
+    return False, f"not a coherent reply: {said}, under {bar:.0%}" + (f"; e.g. {c.example}" if c.example else "")
 
 
 def measure(reply: str) -> dict[str, int]:
@@ -160,6 +227,7 @@ def _source_numbers(reply: str, source: str) -> tuple[bool, str]:
 
 CHECKS = {"contains": _contains, "not_contains": _not_contains, "value": _value, "not_value": _not_value,
           "regex": _regex, "not_regex": _not_regex, "length": _length, "language": _language, "ifeval": _ifeval,
+          "states": _states, "not_states": _not_states, "coherent": _coherent,
           "source_numbers": None}  # needs the task's text: check_item calls _source_numbers
 
 

@@ -286,6 +286,7 @@ def check_registry(rubric: Rubric) -> list[str]:
 # --- free-text tasks: their own rubric items ------------------------------------------------------
 
 DEFAULT_ITEM_WEIGHTS = {"essential": 1.0, "important": 0.6, "optional": 0.3}
+GATE_KINDS = ("coherent",)  # an item of these kinds that fails zeroes the reply's item credit
 
 
 def item_verdicts(ctx: TaskContext, parsed: ParsedResponse) -> list[ItemVerdict]:
@@ -315,7 +316,8 @@ def _listed(verdicts: list[ItemVerdict], limit: int = 4) -> str:
 @criterion("task_items", kinds=(FREE_TEXT,))
 def task_items(ctx: TaskContext, parsed: ParsedResponse, crit: Criterion):
     """Weighted share of the task's checked essential / important / optional items the reply meets (RaR's explicit
-    aggregation); the weights per importance come from the criterion's params (`weights`)."""
+    aggregation); the weights per importance come from the criterion's params (`weights`). A failed gate item (a
+    `coherent` check: the reply is not prose) leaves no credit at all."""
     lo, hi = crit.range
     weights = {**DEFAULT_ITEM_WEIGHTS, **crit.params.get("weights", {})}
     verdicts = item_verdicts(ctx, parsed)
@@ -329,6 +331,10 @@ def task_items(ctx: TaskContext, parsed: ParsedResponse, crit: Criterion):
     total = sum(weights[v.importance] for v in graded)
     if not graded or total <= 0:
         return lo, "no item graded" + (f": {note}" if note else "")
+    gates = {i.id for i in ctx.task.items if i.check is not None and i.check["kind"] in GATE_KINDS}
+    shut = [v for v in graded if v.id in gates and v.passed is False]
+    if shut:  # an incoherent reply earns nothing from the facts its tokens happen to hold
+        return lo, f"no item credit: {_listed(shut)}"
     met = sum(weights[v.importance] for v in graded if v.passed)
     missed = [v for v in graded if not v.passed]
     counts = ", ".join(f"{sum(v.passed for v in graded if v.importance == k)}/{n} {k}"

@@ -85,6 +85,9 @@ def test_free_text_calibration_puts_gold_above_every_reply_corruption_and_passes
     # the faithfulness judge, an empty judge table).
     text = markdown({**report, "gate_on": "referenced"}, [])
     assert report["kinds"] == ["free_text"] and "Spearman vs checklist score" in text
+    # Issue 37's hacks are probes of their own, in the table and under the gate's margin like every other one.
+    for mode in ("stuffed", "negated", "refusing", "word_salad"):
+        assert report["probes"][mode]["worst_margin"] >= 3.0 and f"| {mode} | " in text, mode
     for extraction_only in ("field accuracy", "Price of a missed field", "null vs distractor", "faithfulness",
                             "abstaining", "| criterion | judge |"):
         assert extraction_only not in text, extraction_only

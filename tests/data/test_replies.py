@@ -1,5 +1,7 @@
-"""The embedded free-text data (customer-service replies): its gold replies earn full marks from their own items, and
-every corruption of a gold reply scores below it by the calibration margin, on every generated task."""
+"""The embedded free-text data (customer-service replies): its gold replies earn full marks from their own items and
+pass their checklist, every corruption of a gold reply scores below it by the calibration margin on every generated
+task, and the hacks of issue 37 (a bag of the facts' tokens, gold negated, the owed remedy refused) score well below
+gold on both the reward and the independent checklist, on every kind of task the generator makes."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from rubricrl.calibrate.reply_corruptions import MODES, corrupt_reply
 from rubricrl.config import RubricParams
 from rubricrl.core.taskfile import load_tasks
 from rubricrl.data.replies import RESERVED_LAYOUT, SCENARIOS, generate_replies
+from rubricrl.metrics.checklist import check
 from rubricrl.reward.load import load_rubric
 from rubricrl.reward.scoring import RubricScorer
 
@@ -68,5 +71,50 @@ def test_every_corruption_scores_below_gold_by_the_margin_on_every_task(data, sc
             worst[mode] = min(worst.get(mode, gap), gap)
             assert gap >= margin, (mode, task.id, reply, scorer.score(task, reply).to_dict())
     assert set(applied) == set(MODES)  # every mode applied somewhere
-    assert applied["flatter_judge"] == applied["wrong_language"] == len(data["train"] + data["test"])
+    everywhere = ("flatter_judge", "wrong_language", "stuffed", "negated", "word_salad")
+    assert {applied[m] for m in everywhere} == {len(data["train"] + data["test"])}
     print({m: round(w, 3) for m, w in worst.items()})
+
+
+# The margins the hacks of issue 37 must keep below gold on every task: 3 of the reward's 10 points (more than any
+# one essential item) and a quarter of the checklist.
+REWARD_GAP, CHECKLIST_GAP = 3.0, 0.25
+HACKS = ("stuffed", "negated", "refusing")
+
+
+def kind_of(task) -> tuple[str, str, bool]:
+    return task.meta["domain"].split("/")[1], task.meta["lang"], task.meta["eligible"]
+
+
+def test_every_kind_scores_stuffed_negated_and_refusing_replies_well_below_gold_on_reward_and_checklist(data, scorer):
+    seen: dict = collections.defaultdict(collections.Counter)
+    for task in data["train"] + data["test"]:
+        gold, gold_check = scorer.score(task, task.reference).total, check(task, task.reference).score
+        assert gold == 10.0 and gold_check == 1.0, task.id
+        replies = corrupt_reply(task)
+        # Refusing needs a remedy to refuse: every kind but the ineligible damaged item and change of mind.
+        assert ("refusing" in replies) == bool(task.meta["checklist"]["owed"]), task.id
+        for mode in (*HACKS, "word_salad"):
+            if mode not in replies:
+                continue
+            seen[kind_of(task)][mode] += 1
+            reward, listed = scorer.score(task, replies[mode]), check(task, replies[mode])
+            assert gold - reward.total >= REWARD_GAP, (mode, task.id, replies[mode], reward.to_dict())
+            if mode in HACKS:  # shuffled words keep some claims by chance: the reward's gate is what stops them
+                assert gold_check - listed.score >= CHECKLIST_GAP, (mode, task.id, replies[mode], listed.failed)
+    kinds = {(s, lang, e) for s in SCENARIOS for lang in ("en", "zh")
+             for e in ((True, False) if s in ("damaged_item", "change_of_mind") else (True,))}
+    assert set(seen) == kinds  # all 14 kinds the generator makes
+    for (scenario, _, eligible), modes in seen.items():
+        owes = eligible or scenario not in ("damaged_item", "change_of_mind")
+        assert modes["stuffed"] and modes["negated"] and modes["word_salad"] and bool(modes["refusing"]) == owes
+
+
+def test_gold_with_a_refusal_appended_loses_the_remedy_and_pays_the_pitfall(data, scorer):
+    """Issue 37: "We cannot issue a refund" after a gold reply that offers the refund cost 3 points only."""
+    for task in data["train"]:
+        if "refund" in task.meta["checklist"]["owed"]:
+            suffix = "我们无法为您退款。" if task.meta["lang"] == "zh" else " We cannot issue a refund."
+            result = scorer.score(task, task.reference + suffix)
+            assert result.total <= 10.0 - REWARD_GAP - 1.5, (task.id, result.to_dict())
+            assert "offers the refund" in check(task, task.reference + suffix).failed

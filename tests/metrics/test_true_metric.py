@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+from pathlib import Path
 
 from rubricrl.calibrate.reply_corruptions import corrupt_reply
 from rubricrl.data.replies import generate_replies
 from rubricrl.evaluate.task import evaluate_responses, samples_markdown
+from rubricrl.metrics.checklist import checklist_counts
 from rubricrl.metrics.strict import strict_counts, summarize
 from rubricrl.metrics.true_metric import scorable, true_counts
 from rubricrl.reward.scoring import RubricScorer
@@ -22,6 +25,18 @@ def test_free_text_reads_as_fields_omissions_and_inventions():
     broken = true_counts(task, corrupt_reply(task)["break_policy"])
     assert broken.invented >= 1  # a broken guard reads as an invention
     assert scorable(task) and not scorable(dataclasses.replace(task, meta={}))
+
+
+def test_the_hack_monitor_reads_free_text_through_the_checklist():
+    """GRPO's hack monitor takes its true metric from true_counts (read from its source: importing the trainer would
+    load transformers), which gives a free-text reply the checklist's counts: a bag of the facts' tokens is caught."""
+    tree = ast.parse((Path(__file__).resolve().parents[2] / "rubricrl/train/monitor.py").read_text(encoding="utf-8"))
+    assert any(isinstance(n, ast.ImportFrom) and n.module == "rubricrl.metrics.true_metric"
+               and "true_counts" in {a.name for a in n.names} for n in ast.walk(tree))
+    task = generate_replies(seed=4, n_train=1, n_test=0)["train"][0]
+    stuffed = corrupt_reply(task)["stuffed"]
+    assert true_counts(task, stuffed) == checklist_counts(task, stuffed)
+    assert true_counts(task, stuffed).right <= true_counts(task, task.reference).right - 3
 
 
 def test_extraction_is_the_strict_metric_unchanged():

@@ -433,6 +433,13 @@ def test_a_grpo_model_with_the_sft_weights_is_not_registered_again(project, monk
     (project / "outputs/rubric/report.json").write_text("{}")
     shutil.rmtree(project / "outputs/grpo/model")
     shutil.copytree(project / "outputs/models/sft", project / "outputs/grpo/model")
+    gguf = project / "outputs/export/grpo/model-q8_0.gguf"  # GRPO's export: an export of the SFT weights
+    gguf.parent.mkdir(parents=True)
+    gguf.write_bytes(b"GGUF" + bytes(range(256)) * 4)
+    (project / "metrics/export.json").write_text(json.dumps({"grpo": {"hf_tokens_per_s": 10.0, "artifacts": {
+        "q8_0": {"artifact": "outputs/export/grpo/model-q8_0.gguf", "verified": True, "size_mb": 0.001,
+                 "field_accuracy": 0.5, "reward": 9.0, "retention": {"field_accuracy": 1.0, "reward": 1.0},
+                 "tokens_per_s": 18.0, "md5": hashlib.md5(gguf.read_bytes()).hexdigest()}}}}))
     params = load_params(project / "params.yaml")
     params.registry.candidates = ["sft", "grpo"]
     monkeypatch.setattr("rubricrl.config.load_params", lambda *a, **k: params)
@@ -441,7 +448,10 @@ def test_a_grpo_model_with_the_sft_weights_is_not_registered_again(project, monk
     assert "the same weights as sft" in decisions[1]["gates"][0]["detail"]
     [only] = registry.versions(params)
     assert only["tags"]["stage"] == "sft"
-    assert "registry: grpo not registered: the same weights as sft" in capsys.readouterr().err
+    [export] = registry.versions(params, "rubricrl-extractor-gguf")
+    assert export["tags"]["source_model"] == f"rubricrl-extractor/{only['version']}" and export["aliases"] == ["grpo-q8_0"]
+    err = capsys.readouterr().err
+    assert "registry: grpo not registered: the same weights as sft" in err and "of version 1" in err
 
 
 class Killed(BaseException):
