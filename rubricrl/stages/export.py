@@ -107,7 +107,7 @@ def four_bit_markdown(name: str, r: dict, cfg) -> list[str]:
     rows, notes = [], []
     for t in a["tries"]:
         ret, parts = t.get("retention") or {}, t.get("parts") or {}
-        rows.append([t["type"], str(t["size_mb"]), _fmt(t.get("bits_per_weight"), ".2f"),
+        rows.append([t["type"], str(t.get("n") or "-"), str(t["size_mb"]), _fmt(t.get("bits_per_weight"), ".2f"),
                      f"{t['fallback']} of {t['tensors']}", _fmt(t.get("field_accuracy")), _fmt(t.get("valid_json")),
                      _fmt(ret.get("field_accuracy")), _fmt(ret.get("valid_json")),
                      "; ".join(f"{p} {_fmt(v['retention'].get('field_accuracy'))} / "
@@ -123,8 +123,10 @@ def four_bit_markdown(name: str, r: dict, cfg) -> list[str]:
             f"The source on these {len(src.get('rows') or []) or cfg.n_tasks} tasks: field accuracy "
             f"{_fmt(src.get('field_accuracy'))}, valid JSON {_fmt(src.get('valid_json'))}. Each type quantized from "
             f"the F16 GGUF, then reloaded and scored smallest file first until one keeps {cfg.four_bit.retain:g} of "
-            f"both; {chosen}.", "",
-            table(["type", "MB", "bits/weight", "fallback tensors", "field acc", "valid JSON", "retention field",
+            f"both" + (f" (a try at or above {cfg.four_bit.screen:g} of the source on these tasks is scored on "
+                       f"{cfg.four_bit.confirm_tasks} and decided there)" if cfg.four_bit.confirm_tasks else "")
+            + f"; {chosen}.", "",
+            table(["type", "tasks", "MB", "bits/weight", "fallback tensors", "field acc", "valid JSON", "retention field",
                    "retention JSON", "per part (field / JSON)", "outcome"], rows, limit=400),
             *([""] + notes if notes else [])]
 
@@ -225,6 +227,17 @@ def run(params: Params) -> ExportResult:
                                                                        "tokens_per_s")}
                                 | {f"{name}.{kind}.retention": a["retention"]["field_accuracy"]})
 
+            def confirm():
+                """(verify on the confirm tasks beyond the first n_tasks, the source on all of them), or None."""
+                n = cfg.four_bit.confirm_tasks
+                if n is None or n <= len(tasks):
+                    return None
+                wider = stratified(test_slice(load_tasks(DATA.test), params.eval.max_per_part), n)
+                more = [t for t in wider if t.id not in {x.id for x in tasks}]
+                return (lambda file: verify_gguf(file, model_dir, more, scorer, cfg.max_new_tokens, threads,
+                                                 cpu_batch(params.eval.batch_size, 8)),
+                        source_numbers(responses, tasks + more))
+
             def gguf(kind: str, path: Path) -> dict:
                 f16 = gguf_for(model_dir, "f16")
 
@@ -234,7 +247,7 @@ def run(params: Params) -> ExportResult:
 
                 if kind == "q4":  # the smallest 4-bit type that keeps export.four_bit.retain of the source
                     a = select_quantization(f16, path, cfg.four_bit.types, check, source, cfg.four_bit.retain,
-                                            threads)
+                                            threads, confirm=confirm(), screen=cfg.four_bit.screen)
                 else:
                     quantize(f16, path, kind, threads)
                     a = check(path) | tensor_types(path, kind)

@@ -90,3 +90,31 @@ def test_fallback_tensors_are_the_weights_whose_rows_do_not_divide_into_the_bloc
     names = {f["name"] for f in q4k["fallback_tensors"]}
     assert "blk.*.attn_q.weight" in names and all(f["stored"] in q4k["types"] for f in q4k["fallback_tensors"])
     assert 4 < q40["bits_per_weight"] < q4k["bits_per_weight"] < 16
+
+
+def test_a_try_above_the_screen_is_decided_on_more_tasks_and_one_below_is_refused_at_once(smol_tiny, tmp_path):  # noqa: F811
+    """q4_0 keeps 0.5 of the source on the first tasks: refused there (no more tasks scored); q4_k_m keeps 0.9 on
+    them, under 0.95 but above the 0.8 screen, so it is scored on the wider slice and kept on all of it."""
+    f16 = conversion.gguf_for(smol_tiny, "f16")
+    rows = lambda right, n, start=0: [{"id": f"t{start + i}", "part": "in_domain", "right": right, "fields": 10,  # noqa: E731
+                                       "json": True, "reward": 1.0} for i in range(n)]
+    source = {"field_accuracy": 0.6, "valid_json": 1.0, "rows": rows(6, 8)}
+    wider = {"field_accuracy": 0.6, "valid_json": 1.0, "rows": rows(6, 8) + rows(6, 16, 8)}
+    first = {"q4_0": rows(3, 8), "q4_k_m": rows(5, 8)}  # 0.5 and 0.83 of the source's 0.6 ... (5/10 vs 6/10)
+    more_calls = []
+
+    def verify(path):
+        return {"verified": True, "reward": 1.0, "rows": first[path.stem], **export.rates(first[path.stem])}
+
+    def verify_more(path):
+        more_calls.append(path.stem)
+        extra = rows(6, 16, 8)  # all right on the other 16 tasks: (5 x 8 + 6 x 16) / 240 = 0.567 = 0.944 x 0.6 ...
+        extra[0] = extra[0] | {"right": 8}  # ... and one task better: 0.575 = 0.958 x 0.6, kept
+        return {"verified": True, "reward": 1.0, "rows": extra, **export.rates(extra)}
+
+    a = export.select_quantization(f16, tmp_path / "model-q4.gguf", ["q4_0", "q4_k_m"], verify, source, 0.95,
+                                   confirm=(verify_more, wider), screen=0.8)
+    assert more_calls == ["q4_k_m"] and a["type"] == "q4_k_m" and a["n"] == 24
+    outcome = {t["type"]: t["outcome"] for t in a["tries"]}
+    assert outcome["q4_0"].startswith("below 0.8 on the first 8 tasks") and outcome["q4_k_m"] == "kept"
+    assert a["field_accuracy"] == pytest.approx(138 / 240)
