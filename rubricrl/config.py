@@ -464,7 +464,8 @@ class FourBitParams(Section):
     # tasks; none that keeps it: no 4-bit artifact (reported with every try, promotion not blocked)
     retain: float = Field(0.95, gt=0, le=1)
     # A try scored on export.n_tasks is refused there below `screen` of the source; at or above, it is scored on
-    # `confirm_tasks` tasks of the same slice (those n_tasks included) and decided on them (null: on n_tasks only)
+    # `confirm_tasks` tasks of the same slice (those n_tasks included; at most those the source model answered) and
+    # decided on them (null: on n_tasks only)
     screen: float = Field(0.8, ge=0, le=1)
     confirm_tasks: int | None = Field(24, ge=1)
 

@@ -228,12 +228,17 @@ def run(params: Params) -> ExportResult:
                                 | {f"{name}.{kind}.retention": a["retention"]["field_accuracy"]})
 
             def confirm():
-                """(verify on the confirm tasks beyond the first n_tasks, the source on all of them), or None."""
+                """(verify on the confirm tasks beyond the first n_tasks, the source on all of them), or None: the confirm
+                tasks are those of the slice the source's stage answered, up to export.four_bit.confirm_tasks."""
                 n = cfg.four_bit.confirm_tasks
                 if n is None or n <= len(tasks):
                     return None
-                wider = stratified(test_slice(load_tasks(DATA.test), params.eval.max_per_part), n)
+                answered = {r["id"] for r in read_jsonl(responses)}  # the source's stage may have answered fewer
+                wider = stratified([t for t in test_slice(load_tasks(DATA.test), params.eval.max_per_part)
+                                    if t.id in answered], n)
                 more = [t for t in wider if t.id not in {x.id for x in tasks}]
+                if not more:
+                    return None
                 return (lambda file: verify_gguf(file, model_dir, more, scorer, cfg.max_new_tokens, threads,
                                                  cpu_batch(params.eval.batch_size, 8)),
                         source_numbers(responses, tasks + more))
