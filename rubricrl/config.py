@@ -147,7 +147,8 @@ class RollbackSettings(Strict):
 
 
 class HackMonitorSettings(Strict):
-    """rubricrl.train.monitor: reward up while the strict true metric goes down -> roll back."""
+    """rubricrl.train.monitor: reward up while the strict true metric goes down, or abstention up whatever the
+    reward did -> restore the last good state, then roll back and go on or stop (after_trip)."""
 
     enabled: bool = True
     # Greedy-decode the monitor's tasks every N steps (and before the first); null: sized from grpo.max_steps so that

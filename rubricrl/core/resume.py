@@ -39,15 +39,26 @@ def tasks_digest(tasks: Sequence) -> str:
     return digest([t.to_dict() for t in tasks])
 
 
+_DIGESTS: dict[tuple, str] = {}  # (path, inode, size, mtime) -> sha256, for this process
+CACHED_FROM = 64 << 20  # bytes: smaller files are hashed each time (cheap, and a rewrite may keep size and mtime)
+
+
 def file_digest(path: str | Path | None) -> str | None:
     """sha256 of a file's bytes: a settings file stamped by what it says, not by its name. None: no file named, or
-    none there (the stage that reads it fails on its own with a clearer message)."""
+    none there (the stage that reads it fails on its own with a clearer message). Hashed once per file version in
+    a process when large (a stage stamps a model and then looks for its twins: a 7B model's weights are 15 GB)."""
     if not path or not Path(path).is_file():
         return None
+    st = os.stat(path)
+    key = (str(Path(path).resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _DIGESTS:
+        return _DIGESTS[key]
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
+    if st.st_size >= CACHED_FROM:  # no file this large is rewritten at its size within a clock tick
+        _DIGESTS[key] = h.hexdigest()
     return h.hexdigest()
 
 

@@ -22,9 +22,8 @@ PAIRED_METRICS = {
     # stated values the answer does not give: answered null, left out, or no parsed answer at all (rows written
     # before "parsed" was recorded count as parsed); unlike null_for_present, a model that answers nothing cannot
     # look like one that abstains less
-    "unstated_rate": (lambda r: r["strict"]["null_for_present"]
-                      + (0 if r["strict"].get("parsed", True) else r["strict"]["present"]),
-                      lambda r: r["strict"]["present"]),
+    "unstated_rate": (lambda r: r["strict"]["null_for_present"] if r["strict"].get("parsed", True)
+                      else r["strict"]["present"], lambda r: r["strict"]["present"]),
     "invented_rate": (lambda r: r["strict"]["invented"], lambda r: r["strict"]["absent"]),
     "exact_object_rate": (lambda r: r["strict"]["exact"], lambda r: 1.0),
 }

@@ -402,7 +402,9 @@ def select_quantization(f16: str | Path, out: str | Path, types: Sequence[str], 
     the source's tasks (ExportError when it fails to). With `confirm` = (verify_more, source_all), a try that keeps
     at least `screen` of the source on those first tasks is scored on more tasks too (verify_more(path)) and decided
     on all of them against source_all; one below `screen` is refused on the first tasks (a few tasks make the ratio
-    noisy: 0.87 on 8 tasks was 0.96 on 50 for the same type). Raises NoneKept when none keeps (no file written)."""
+    noisy: 0.87 on 8 tasks was 0.96 on 50 for the same type). The record's "against" holds the source's numbers on
+    the tasks it was decided on (its retention is against those). Raises NoneKept when none keeps (no file
+    written)."""
     out = Path(out)
     work = out.parent / f".{out.stem}-tries"
     shutil.rmtree(work, ignore_errors=True)
@@ -418,26 +420,30 @@ def select_quantization(f16: str | Path, out: str | Path, types: Sequence[str], 
                 continue
             try:
                 a, against = verify(path), source
-                if confirm is not None and keeps(a, source, screen)[0]:
+                screened = confirm is not None and not keeps(a, source, screen)[0]
+                if confirm is not None and not screened:
                     a, against = merged(a, confirm[0](path)), confirm[1]
             except ExportError as err:
                 tries.append(row | {"outcome": f"failed verification: {err}"})
                 continue
             ok, why = keeps(a, against, retain)
+            ok = ok and not screened  # below the screen is a refusal, whatever retain is
             row |= {k: a.get(k) for k in ("field_accuracy", "valid_json", "reward")}
             row["n"] = a.get("n") or len(a.get("rows") or [])
             row["retention"] = retention(a, against)
             row["parts"] = part_retention(a.get("rows") or [], against.get("rows") or [])
             if ok:
                 row["outcome"] = "kept"
-            elif against is source and confirm is not None:  # refused by the screen on the first tasks
+            elif screened:  # refused by the screen on the first tasks
                 row["outcome"] = f"below {screen:g} on the first {row['n']} tasks: {keeps(a, source, screen)[1]}"
             else:
                 row["outcome"] = f"below {retain:g}" + (f" on {row['n']} tasks" if confirm is not None else "") + \
                     f": {why}"
             tries.append(row)
             if ok:
-                chosen = (path, kind, a, row)
+                chosen = (path, kind, a | {"against": {k: against.get(k) for k in ("field_accuracy", "valid_json",
+                                                                                      "reward")}
+                                           | {"n": len(against.get("rows") or []) or None}}, row)
         if chosen is None:
             raise NoneKept(f"{out}: no 4-bit type kept {retain:g} of the source's field accuracy and valid JSON "
                            f"(tried {', '.join(t['type'] for t in tries)})", tries)

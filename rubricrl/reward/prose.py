@@ -43,7 +43,7 @@ _AUXILIARIES = frozenset("will would can could shall should may might must is ar
 _PRONOUNS = frozenset("we you i it they he she us them me this that these those there here".split())
 _CONNECTIVES = frozenset("and or but so because once if when while as than then also not no please".split())
 FUNCTION_EN = _DETERMINERS | _PREPOSITIONS | _AUXILIARIES | _PRONOUNS | _CONNECTIVES | frozenset(
-    "what which who how all any some more most very just only all".split())
+    "what which who how all any some more most very just only".split())
 # After a determiner comes a noun or an adjective, never another function word.
 _NOT_AFTER_DETERMINER = _DETERMINERS | _PREPOSITIONS | _AUXILIARIES | _PRONOUNS | _CONNECTIVES
 _MODALS = frozenset("will would can could shall should may might must".split())
@@ -146,7 +146,6 @@ def _order_problem(tokens: list[str], lower: list[str]) -> str | None:
                 or (low == "a" and nxt[0] in "aeio" and not nxt.startswith("one"))
                 or (low == "an" and nxt[0].isalpha() and nxt[0] not in "aeiouh")):
             return f"{word!r} before {tokens[i + 1]!r}"
-    return None
     return None
 
 

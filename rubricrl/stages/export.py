@@ -104,6 +104,7 @@ def four_bit_markdown(name: str, r: dict, cfg) -> list[str]:
     if not a or not a.get("tries"):
         return []
     src = r["source"]
+    wider = a.get("against") or {}
     rows, notes = [], []
     for t in a["tries"]:
         ret, parts = t.get("retention") or {}, t.get("parts") or {}
@@ -125,7 +126,9 @@ def four_bit_markdown(name: str, r: dict, cfg) -> list[str]:
             f"the F16 GGUF, then reloaded and scored smallest file first until one keeps {cfg.four_bit.retain:g} of "
             f"both" + (f" (a try at or above {cfg.four_bit.screen:g} of the source on these tasks is scored on "
                        f"{cfg.four_bit.confirm_tasks} and decided there)" if cfg.four_bit.confirm_tasks else "")
-            + f"; {chosen}.", "",
+            + f"; {chosen}." + (f" The source on the {wider['n']} tasks it was decided on: field accuracy "
+                                f"{_fmt(wider.get('field_accuracy'))}, valid JSON {_fmt(wider.get('valid_json'))}."
+                                if wider.get("n") and wider["n"] != len(src.get("rows") or []) else ""), "",
             table(["type", "tasks", "MB", "bits/weight", "fallback tensors", "field acc", "valid JSON", "retention field",
                    "retention JSON", "per part (field / JSON)", "outcome"], rows, limit=400),
             *([""] + notes if notes else [])]
@@ -215,7 +218,7 @@ def run(params: Params) -> ExportResult:
                         r["artifacts"][kind] = {"artifact": str(path), "verified": False, "error": str(err)}
                         return
                     a["md5"] = tracking.artifact_md5(path)  # the bytes verified: the registry publishes only these
-                    a["retention"] = retention(a, source)
+                    a["retention"] = retention(a, a.get("against") or source)  # q4: the tasks it was decided on
                     goal = cfg.goals.get(kind)
                     kept = a["retention"]["field_accuracy"]
                     a["meets_goal"] = goal is None or (kept is not None and kept >= goal)
@@ -236,7 +239,7 @@ def run(params: Params) -> ExportResult:
                 answered = {r["id"] for r in read_jsonl(responses)}  # the source's stage may have answered fewer
                 wider = stratified([t for t in test_slice(load_tasks(DATA.test), params.eval.max_per_part)
                                     if t.id in answered], n)
-                more = [t for t in wider if t.id not in {x.id for x in tasks}]
+                more = [t for t in wider if t.id not in {x.id for x in tasks}][:n - len(tasks)]
                 if not more:
                     return None
                 return (lambda file: verify_gguf(file, model_dir, more, scorer, cfg.max_new_tokens, threads,

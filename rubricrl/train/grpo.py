@@ -234,7 +234,7 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
 
 def _publish_restored(stopped: Rollback, final: Path, model_dir: Path) -> None:
     """The model a stopping trip restored, published as the final model: its checkpoint's, or a copy of the initial
-    model when no trained step was good."""
+    model when no good step had a checkpoint."""
     if stopped.checkpoint:
         publish_checkpoint_model(Path(stopped.checkpoint), final, model_dir)
         return

@@ -4,13 +4,13 @@ Every `every` steps (and once before the first step) the policy being trained gr
 fixed slice of validation tasks with gold answers. Each answer gets the rubric reward and the strict
 true metric (`rubricrl.metrics.strict`: field accuracy, null-for-present and invented rates), logged
 next to the training reward and KL as `monitor/*`. When the monitor's reward rose while the strict
-field accuracy fell by more than `tolerance`, or the null-for-present rate rose by more than
-`null_tolerance` (abstaining on stated values, the seed's hack), against the evaluation `window`
-evaluations back or (`against_first`) against the run's first evaluation, the policy is gaming the reward
-(seed 004: "scores up, quality down"): the monitor stops training like a KL spike does, and the driver
-(rubricrl.train.grpo) restores the checkpoint of the newest earlier evaluation whose true metric is still
-within the tolerances of the first, raises beta, logs "reward hacking suspected" with the worst examples,
-and goes on. The comparison with the first catches a drift in steps each inside the tolerances, and one
+field accuracy fell by more than `tolerance`, the policy is gaming the reward (seed 004: "scores up, quality
+down"); when the null-for-present rate rose by more than `null_tolerance` (abstaining on stated values, the seed's
+hack) it is abstaining, whatever the reward did; each against the evaluation `window` evaluations back or
+(`against_first`) against the run's first evaluation. Either trip stops training like a KL spike does, and the
+driver (rubricrl.train.grpo) restores the checkpoint of the newest earlier evaluation whose true metric is still
+within the tolerances of the first and logs the trip with the worst examples; then `after_trip: rollback` raises
+beta and goes on, `after_trip: stop` ends the run there with the restored state as its model. The comparison with the first catches a drift in steps each inside the tolerances, and one
 that a rollback hid by taking its new baseline on an already drifted checkpoint (the CPU run of
 benchmarks/hackable_rubric.py: nulls 0.17 at step 0, 0.42 at the restored step 2, 0.50 at step 3).
 

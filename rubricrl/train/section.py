@@ -125,7 +125,7 @@ def training_markdown(result: dict, title: str = "GRPO training report", figures
         lines += ["", f"The monitor stopped the run at step {stopped['step']} (`grpo.monitor.after_trip: stop`): the "
                       f"GRPO model is the restored state, "
                       + (f"step {stopped['restored_step']}'s checkpoint" if stopped["checkpoint"]
-                         else "the initial model (no trained step was good)") + "; no step was redone."]
+                         else "the initial model (no good step had a checkpoint)") + "; no step was redone."]
     hacks = [r for r in rollbacks if r.get("kind") == "reward_hacking"]
     for r in hacks:
         title = "Abstention" if r["reason"].startswith("abstention") else "Reward hacking suspected"

@@ -5,6 +5,7 @@ does not move with the tokenizer."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -100,3 +101,20 @@ def test_twins_are_models_of_the_same_content_and_only_those(tmp_path):
     (other / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ other }}"}))
     assert twins({"base": tmp_path / "missing", "sft": sft, "grpo": grpo, "x": other}) == {
         "base": "base", "sft": "sft", "grpo": "sft", "x": "x"}
+
+
+def test_a_large_file_is_hashed_once_per_version_and_again_when_rewritten(tmp_path, monkeypatch):
+    from rubricrl.core import resume
+
+    monkeypatch.setattr(resume, "CACHED_FROM", 8)
+    f = tmp_path / "model.safetensors"
+    f.write_bytes(b"weights-1")
+    first = resume.file_digest(f)
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda *a, **k: opened.append(a[0]) or real_open(*a, **k))
+    assert resume.file_digest(f) == first and not opened  # the same version: not read again
+    monkeypatch.setattr("builtins.open", real_open)
+    f.write_bytes(b"weights-2")  # a new version: read and hashed again
+    os.utime(f, ns=(1, 1))  # (a new mtime, whatever the clock's tick)
+    assert resume.file_digest(f) != first

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from rubricrl.calibrate.reply_corruptions import corrupt_reply
 from rubricrl.data.replies import generate_replies
-from rubricrl.evaluate.task import evaluate_responses, samples_markdown
+from rubricrl.evaluate.task import evaluate_responses, samples_markdown, strict_row
 from rubricrl.metrics.checklist import checklist_counts
+from rubricrl.metrics.compare import PAIRED_METRICS, paired_comparisons
 from rubricrl.metrics.strict import strict_counts, summarize
 from rubricrl.metrics.true_metric import scorable, true_counts
 from rubricrl.reward.scoring import RubricScorer
@@ -37,6 +38,21 @@ def test_the_hack_monitor_reads_free_text_through_the_checklist():
     stuffed = corrupt_reply(task)["stuffed"]
     assert true_counts(task, stuffed) == checklist_counts(task, stuffed)
     assert true_counts(task, stuffed).right <= true_counts(task, task.reference).right - 3
+
+
+def test_an_empty_free_text_reply_leaves_every_fact_unstated_once():
+    """The task gate's abstention rate: an empty reply states none of the facts, a rate of 1, not 2 (its checklist
+    already counts every fact as not stated; counting "no answer" on top made the paired interval raise)."""
+    task = generate_replies(seed=4, n_train=1, n_test=0)["train"][0]
+    rows = {m: [{"id": task.id, "part": "in_domain", "total": 0.0,
+                 "strict": strict_row(true_counts(task, reply))}] for m, reply in
+            (("sft", task.reference), ("grpo", ""))}
+    assert rows["grpo"][0]["strict"]["parsed"] == 0
+    rate = {m: PAIRED_METRICS["unstated_rate"][0](r[0]) / PAIRED_METRICS["unstated_rate"][1](r[0])
+            for m, r in rows.items()}
+    assert rate == {"sft": 0.0, "grpo": 1.0}
+    unstated = [r for r in paired_comparisons(rows, n_resamples=50) if r["metric"] == "unstated_rate"]
+    assert unstated and all(r["model"] == "grpo" for r in unstated)
 
 
 def test_extraction_is_the_strict_metric_unchanged():

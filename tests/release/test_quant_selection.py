@@ -118,3 +118,18 @@ def test_a_try_above_the_screen_is_decided_on_more_tasks_and_one_below_is_refuse
     outcome = {t["type"]: t["outcome"] for t in a["tries"]}
     assert outcome["q4_0"].startswith("below 0.8 on the first 8 tasks") and outcome["q4_k_m"] == "kept"
     assert a["field_accuracy"] == pytest.approx(138 / 240)
+    # the record says what it was decided against: the stage's retention is against the 24 tasks, not the first 8
+    assert a["against"] == {"field_accuracy": 0.6, "valid_json": 1.0, "reward": None, "n": 24}
+    assert export.retention(a, a["against"])["field_accuracy"] == pytest.approx(0.9583, abs=1e-4)
+
+
+def test_a_try_below_the_screen_is_refused_even_when_the_screen_is_above_retain(smol_tiny, tmp_path):  # noqa: F811
+    """screen 0.9 over retain 0.8: a try at 0.85 of the source on the first tasks keeps retain there, but the screen
+    refuses it before the wider tasks; it is not kept on the first tasks alone."""
+    f16 = conversion.gguf_for(smol_tiny, "f16")
+    verify, _ = scripted({"q4_0": {"field_accuracy": 0.51, "valid_json": 1.0}})
+    more = []
+    with pytest.raises(export.NoneKept) as err:
+        export.select_quantization(f16, tmp_path / "model-q4.gguf", ["q4_0"], verify, SOURCE, 0.8,
+                                   confirm=(lambda p: more.append(p) or {}, SOURCE), screen=0.9)
+    assert not more and err.value.tries[0]["outcome"].startswith("below 0.9 on the first")
