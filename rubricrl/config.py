@@ -523,6 +523,7 @@ class TrackingParams(Section):
     experiment: str = "rubricrl"
     artifact_root: str = "mlruns/artifacts"
     enabled: bool = True
+    lock_wait_s: float = Field(60, gt=0)  # how long a command waits for a store another process holds, then fails
 
 
 class PipelineParams(Section):

@@ -49,14 +49,15 @@ def check_store(cfg: TrackingParams) -> None:
         raise StoreError(f"{db}: no tracking store here (tracking.uri {cfg.uri}); run the pipeline first "
                          f"(make run), or run this from the checkout that has it")
     try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=cfg.lock_wait_s)
         try:
             con.execute("select count(*) from experiments").fetchone()
         finally:
             con.close()
     except sqlite3.Error as err:
         if "locked" in str(err):
-            raise StoreError(f"{db}: the tracking store is locked by another process (waited 30 s); try again when "
+            raise StoreError(f"{db}: the tracking store is locked by another process (waited {cfg.lock_wait_s:g} s, "
+                             f"tracking.lock_wait_s); try again when "
                              f"it is done") from None
         raise StoreError(f"{db}: unreadable tracking store ({type(err).__name__}: {err})") from None
 
@@ -70,7 +71,7 @@ def relocate(cfg: TrackingParams) -> int:
     if db is None or rel.is_absolute() or not db.is_file():
         return 0
     new = rel.resolve().as_uri()
-    con = sqlite3.connect(db, timeout=60)
+    con = sqlite3.connect(db, timeout=cfg.lock_wait_s)
     try:
         row = con.execute("select artifact_location from experiments where name = ?", (cfg.experiment,)).fetchone()
         old = row[0] if row else None

@@ -136,7 +136,7 @@ from rubricrl.core.entry import stage_main
 
 
 def go():
-    with tracking.stage_run(TrackingParams(), "x", {"a": 1}) as run:
+    with tracking.stage_run(TrackingParams(lock_wait_s=3), "x", {"a": 1}) as run:
         run.log_metrics({"m": 1.0})
 
 
