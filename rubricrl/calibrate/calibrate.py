@@ -166,6 +166,9 @@ def _margins(items: list[CalItem], totals: list[float]) -> dict[str, dict[str, f
 def probe_table(items: list[CalItem], totals: list[float], min_margin: float = 0.0) -> dict:
     """Every corruption and hack probe against gold: does it score below gold by at least min_margin?"""
     gold_total = {it.task.id: totals[k] for k, it in enumerate(items) if it.mode == "gold"}
+    # The independent true metric (strict field accuracy; for free text the checklist) of each probe and of gold:
+    # a probe must be wrong by it too, or the reward's margin is a disagreement, not a caught hack.
+    truth = {(it.task.id, it.mode): strict_accuracy(it.task, it.response) for it in items if it.mode != "policy"}
     rows = {}  # (+ 0.0: a margin of -0.0 reads as 0.0)
     for mode, margins in _margins(items, totals).items():
         m = np.array(list(margins.values()))
@@ -173,7 +176,9 @@ def probe_table(items: list[CalItem], totals: list[float], min_margin: float = 0
         rows[mode] = {"n": len(m), "mean_score": round(float((golds - m).mean()), 3),
                       "mean_gold": round(float(golds.mean()), 3), "share_below_gold": round(float((m > 0).mean()), 4),
                       "mean_margin": round(float(m.mean()), 3) + 0.0, "worst_margin": round(float(m.min()), 3) + 0.0,
-                      "pass": bool(m.min() >= min_margin and m.min() > 0)}
+                      "pass": bool(m.min() >= min_margin and m.min() > 0),
+                      "true_metric": round(float(np.mean([truth[t, mode] for t in margins])), 3),
+                      "true_metric_gold": round(float(np.mean([truth[t, "gold"] for t in margins])), 3)}
     return rows
 
 

@@ -54,9 +54,11 @@ def markdown(report: dict, gate: list[str]) -> str:
              "", "## Reward-hacking probes", "",
              f"Each probe must score at least rubric.min_margin = {report.get('min_margin', 0)} below gold on every task.",
              "",
-             table(["probe", "n", "mean score", "mean gold", "below gold", "mean margin", "worst margin", "pass"],
+             table(["probe", "n", "mean score", "mean gold", "below gold", "mean margin", "worst margin", "pass",
+                    f"{metric} (gold)"],
                    [[mode, row["n"], row["mean_score"], row["mean_gold"], f"{row['share_below_gold']:.0%}",
-                     row["mean_margin"], row["worst_margin"], "yes" if row["pass"] else "NO"]
+                     row["mean_margin"], row["worst_margin"], "yes" if row["pass"] else "NO",
+                     f"{row['true_metric']:.3f} ({row['true_metric_gold']:.3f})" if "true_metric" in row else "-"]
                     for mode, row in report["probes"].items()])]
     econ = report.get("economics") if _has_extraction(report) else None  # prices of a missed JSON field
     if econ:

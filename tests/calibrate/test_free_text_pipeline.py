@@ -86,8 +86,13 @@ def test_free_text_calibration_puts_gold_above_every_reply_corruption_and_passes
     text = markdown({**report, "gate_on": "referenced"}, [])
     assert report["kinds"] == ["free_text"] and "Spearman vs checklist score" in text
     # Issue 37's hacks are probes of their own, in the table and under the gate's margin like every other one.
+    # ... and the checklist (an independent reading of the reply) puts stuffed, negated and refusing well below gold
+    # too; the table shows it beside gold's.
+    assert "| checklist score (gold) |" in text
     for mode in ("stuffed", "negated", "refusing", "word_salad"):
-        assert report["probes"][mode]["worst_margin"] >= 3.0 and f"| {mode} | " in text, mode
+        row = report["probes"][mode]
+        assert row["worst_margin"] >= 3.0 and f"| {mode} | " in text, mode
+        assert row["true_metric_gold"] == 1.0 and row["true_metric"] <= 0.75, row  # the hacks' gap in tests/data
     for extraction_only in ("field accuracy", "Price of a missed field", "null vs distractor", "faithfulness",
                             "abstaining", "| criterion | judge |"):
         assert extraction_only not in text, extraction_only
