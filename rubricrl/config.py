@@ -186,8 +186,13 @@ class GRPOSettings(CommonSettings):
     max_steps: int = Field(4, ge=1)  # optimizer steps
     save_steps: int = Field(2, ge=1)  # a checkpoint every this many steps (and at the end)
     save_total_limit: int | None = Field(3, ge=1)  # newest checkpoints kept; the last good one is always kept too
-    per_device_batch_size: int = Field(4, ge=1)  # completions per device per micro-step
-    grad_accum: int = Field(2, ge=1)  # micro-steps per optimizer step (one generation round per step)
+    # completions per device per micro-step; auto: the largest divisor of step_completions whose activations fit the
+    # card's free memory (rubricrl.train.memory), off a GPU the CPU default's 4
+    per_device_batch_size: GenBatch = 4
+    grad_accum: GenBatch = 2  # micro-steps per optimizer step (one generation round per step); auto: the step's rest
+    # completions per device per optimizer step (one generate call); null: per_device_batch_size x grad_accum. Set, it
+    # fixes the step whatever the micro-batch: both above auto, or numbers whose product it is.
+    step_completions: int | None = Field(None, ge=1)
     seed: int = 0  # sampling, data order and initialisation
     general_share: float = Field(0.0, ge=0, lt=1)  # share of general instructions mixed in (fixed medium reward)
     use_vllm: bool = False  # generate rollouts with vLLM (GPU, needs the vllm package)
@@ -201,12 +206,35 @@ class GRPOSettings(CommonSettings):
 
     @model_validator(mode="after")
     def _check(self):
+        self._check_batches()
         if self.rollback.beta_max < self.beta:
             raise ValueError(f"rollback.beta_max ({self.rollback.beta_max}) must be at least beta ({self.beta})")
         problems = self._nets_that_cannot_fire()
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _check_batches(self) -> None:
+        micro, accum, step = self.per_device_batch_size, self.grad_accum, self.step_completions
+        autos = [k for k, v in (("per_device_batch_size", micro), ("grad_accum", accum)) if v == "auto"]
+        if autos and step is None:
+            raise ValueError(f"grpo.{autos[0]}: auto splits grpo.step_completions, which is null: set it (completions "
+                             "a step) or give numbers")
+        if len(autos) == 1:
+            raise ValueError(f"grpo.{autos[0]} is auto but the other of per_device_batch_size and grad_accum is a "
+                             "number: set both auto (the micro-batch sized to the card, the rest accumulated)")
+        if step is not None and not autos and micro * accum != step:
+            raise ValueError(f"grpo.step_completions={step} but per_device_batch_size x grad_accum = {micro} x {accum} "
+                             f"= {micro * accum}: make them agree or set both auto")
+        if step is not None and step % self.num_generations:
+            raise ValueError(f"grpo.step_completions={step} is not a multiple of num_generations="
+                             f"{self.num_generations} (a step holds whole prompt groups)")
+
+    def split(self, micro: int) -> GRPOSettings:
+        """These settings with the step's completions split into micro-batches of `micro` (an auto plan's)."""
+        step = self.step_completions or self.per_device_batch_size * self.grad_accum
+        return self.model_copy(update={"per_device_batch_size": micro, "grad_accum": step // micro,
+                                       "step_completions": step})
 
     def sized(self) -> GRPOSettings:
         """These settings with every null window and monitor.every sized from max_steps (what training uses)."""

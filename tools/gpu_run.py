@@ -257,14 +257,13 @@ def run(out: Path, dry: bool = False, stages: list[str] | None = None, hackable:
         print(f"gpu_run: not importable: {', '.join(missing)} (carry .gpu/ from `python -m tools.gpu_run pack` and "
               f"run `python -m tools.gpu_run install`)", file=sys.stderr)
         return 2
-    timings, peaks, failed = {}, {}, None
+    timings, peaks, rss, failed = {}, {}, {}, None
     for name, cmd in stage_commands():
         if stages and name not in stages:
             continue
         started = time.monotonic()
         with open(out / f"{name}.log", "wb") as log, PeakGPU() as peak:
-            rc = subprocess.call([sys.executable, *cmd.split()[1:]], cwd=ROOT, env=env, stdout=log,
-                                 stderr=subprocess.STDOUT)
+            rc, rss[name] = call_measured([sys.executable, *cmd.split()[1:]], env, log)
         timings[name], peaks[name] = round(time.monotonic() - started, 1), peak.peak
         print(f"{name}: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {timings[name]:.0f} s", flush=True)
         if rc != 0:
@@ -279,11 +278,52 @@ def run(out: Path, dry: bool = False, stages: list[str] | None = None, hackable:
         timings["hackable_rubric"] = round(time.monotonic() - started, 1)
         print(f"hackable_rubric: {'ok' if rc == 0 else f'FAILED (exit {rc})'} in {timings['hackable_rubric']:.0f} s")
         failed = None if rc == 0 else "hackable_rubric"
-    collect(out, timings, failed, dry, peaks)
+    collect(out, timings, failed, dry, peaks, rss)
     return 1 if failed else 0
 
 
-def collect(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict | None = None) -> None:
+def tree_hwm_kib(pid: int) -> int | None:
+    """The resident high-water marks (VmHWM, KiB) of `pid` and every process below it, summed: exact for one process,
+    an upper bound of the simultaneous peak for several. None where /proc does not have it (not Linux, or gone).
+    Not ru_maxrss: Linux keeps the parent's mark across fork and exec, so a child reports at least its parent's."""
+    proc = Path("/proc")
+    parents = {}
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    total, todo, found = 0, [pid], False
+    while todo:
+        p = todo.pop()
+        todo += parents.get(p, [])
+        try:
+            line = next(x for x in (proc / str(p) / "status").read_text().splitlines() if x.startswith("VmHWM:"))
+            total, found = total + int(line.split()[1]), True
+        except (OSError, StopIteration, ValueError):
+            continue
+    return total if found else None
+
+
+def call_measured(argv: list[str], env: dict, log, every: float = 0.2) -> tuple[int, float | None]:
+    """Run a stage; its exit code and its peak resident memory in MiB (tree_hwm_kib polled every `every` s while it
+    runs; None when it ended before the first look)."""
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    peak = None
+    while proc.poll() is None:
+        kib = tree_hwm_kib(proc.pid)
+        if kib is not None:
+            peak = max(peak or 0, kib)
+        try:
+            proc.wait(every)
+        except subprocess.TimeoutExpired:
+            pass
+    return proc.returncode, round(peak / 1024, 1) if peak is not None else None
+
+
+def collect(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict | None = None,
+            rss: dict | None = None) -> None:
     """The results worth bringing back (no weights): metrics, report sections, JSON and CSV, small figures."""
     if (ROOT / "metrics").is_dir():
         shutil.copytree(ROOT / "metrics", out / "metrics", dirs_exist_ok=True)
@@ -294,17 +334,19 @@ def collect(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict
             (out / "outputs" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, out / "outputs" / rel)
     (out / "timings.json").write_text(json.dumps({"stages": timings, "failed": failed, "dry": dry,
-                                                  "peak_gpu_mib": peaks or {}}, indent=1))
-    (out / "summary.md").write_text(summary(out, timings, failed, dry, peaks or {}))
+                                                  "peak_gpu_mib": peaks or {}, "peak_rss_mib": rss or {}}, indent=1))
+    (out / "summary.md").write_text(summary(out, timings, failed, dry, peaks or {}, rss or {}))
 
 
 def stage_tokens_per_s(metrics) -> dict[str, float]:
-    """Generation speed per stage from its metrics: the rubric stage's policy sampling, the eval's greedy answers
-    (all models' tokens over all their seconds)."""
+    """Generation speed per stage from its metrics: the rubric stage's policy sampling, GRPO's rollouts, the eval's
+    greedy answers (all models' tokens over all their seconds)."""
     speed = {}
-    rubric, ev = metrics("rubric"), metrics("eval")
+    rubric, ev, grpo = metrics("rubric"), metrics("eval"), metrics("grpo")
     if rubric and rubric.get("policy_tokens_per_s") is not None:
         speed["rubric"] = rubric["policy_tokens_per_s"]
+    if grpo and grpo.get("rollout_tokens_per_s") is not None:
+        speed["grpo"] = grpo["rollout_tokens_per_s"]
     gens = [g for g in ((ev or {}).get("generation") or {}).values() if g.get("seconds")]
     if gens:
         speed["eval_task"] = round(sum(g["new_tokens"] for g in gens) / sum(g["seconds"] for g in gens), 1)
@@ -316,7 +358,8 @@ def ci_text(ci) -> str:
     return f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "n/a"
 
 
-def summary(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict | None = None) -> str:
+def summary(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict | None = None,
+            rss: dict | None = None) -> str:
     from rubricrl.core.tables import table
 
     m = lambda name: json.loads((out / "metrics" / f"{name}.json").read_text()) \
@@ -325,8 +368,9 @@ def summary(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict
     lines = [f"# One-GPU profile{' (CPU dry mode)' if dry else ''}", "",
              f"Stages: {len(timings)} run{'; failed: ' + failed if failed else ', all passed'}; wall "
              f"{sum(timings.values()):.0f} s.", "",
-             table(["stage", "wall s", "tokens/s", "peak GPU MiB (nvidia-smi)"],
-                   [[k, v, speed.get(k, ""), (peaks or {}).get(k) or "n/a"] for k, v in timings.items()])]
+             table(["stage", "wall s", "tokens/s", "peak GPU MiB (nvidia-smi)", "peak RSS MiB"],
+                   [[k, v, speed.get(k, ""), (peaks or {}).get(k) or "n/a", (rss or {}).get(k) or "n/a"]
+                    for k, v in timings.items()])]
     ev = m("eval")
     if ev:
         rows = []

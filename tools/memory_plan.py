@@ -8,9 +8,11 @@ Parameter counts come from the real architectures (tools.miniature.PRODUCTION_MO
 device: 7.62B, 3.09B, 72.7B). Bytes per parameter of a full fine-tune in bf16 mixed precision with AdamW: 2
 (bf16 weights) + 2 (bf16 gradients) + 4 (fp32 master weights) + 8 (Adam's two fp32 moments) = 16; ZeRO-3
 partitions all of it over the processes. A frozen model (GRPO's reference, the distillation teacher, the judge)
-costs 2 bytes a parameter in bf16. Activations: with gradient checkpointing, each layer's input
-(micro-batch x tokens x hidden x 2 bytes) plus the logits, which dominate at a 152k vocabulary: micro-batch x
-tokens x vocab x 4 bytes (fp32 for the loss) x 3 (logits, log-softmax, gradient). vLLM's colocated engine takes its
+costs 2 bytes a parameter in bf16. Activations: rubricrl.train.memory's `step_bytes` in bf16 (what autograd keeps a
+layer, counted with saved-tensor hooks: with gradient checkpointing each layer's input, plus one layer's full set
+while backward runs), and for SFT and GRPO TRL's fused LM head (tiles of at most 4,096 positions, no full logits);
+distillation's loss holds the student's logits x 3 (logits, log-softmax, gradient) and the teacher's, micro-batch x
+tokens x vocab x 4 bytes each. vLLM's colocated engine takes its
 share of the GPU (TRL's vllm_gpu_memory_utilization, 0.3). The estimate is an upper-end sizing, not a
 measurement: no production stage has run on GPUs here.
 """
@@ -55,12 +57,15 @@ class Row:
         return self.per_gpu_gb <= GPU_GB
 
 
-def _activations(shape: dict, micro_batch: int, tokens: int, checkpointing: bool, logits_rows: int) -> float:
-    hidden, layers = shape["hidden_size"], shape["num_hidden_layers"]
-    per_layer = micro_batch * tokens * hidden * 2
-    inputs = per_layer * layers if checkpointing else per_layer * layers * 16  # ~16 tensors a layer without
-    logits = micro_batch * tokens * logits_rows * 4 * 3
-    return (inputs + logits) / GB
+def _activations(shape: dict, micro_batch: int, tokens: int, checkpointing: bool, scored: int) -> float:
+    """A bf16 micro-step's activations and TRL's fused LM head over `scored` positions a sequence
+    (rubricrl.train.memory, the estimate the one-GPU profile sizes its GRPO micro-batch with)."""
+    from transformers import Qwen2Config
+
+    from rubricrl.train.memory import step_bytes
+
+    config = Qwen2Config(**{k: v for k, v in shape.items() if k != "model_type"})
+    return step_bytes(config, micro_batch, tokens, scored, checkpointing, dtype_bytes=2) / GB
 
 
 def plan(root: Path = ROOT) -> list[Row]:
@@ -79,18 +84,18 @@ def plan(root: Path = ROOT) -> list[Row]:
     rows = [
         Row("sft", f"{policy.split('/')[-1]} full fine-tune, ZeRO-{zero} over {n}", n,
             P * FULL_FT / share / GB + _activations(shape, sft.per_device_batch_size, sft.max_length,
-                                                    sft.gradient_checkpointing, shape["vocab_size"])),
+                                                    sft.gradient_checkpointing, sft.max_length)),
         Row("sft", f"{policy.split('/')[-1]} full fine-tune, one GPU", 1,
             P * FULL_FT / GB + _activations(shape, sft.per_device_batch_size, sft.max_length,
-                                            sft.gradient_checkpointing, shape["vocab_size"])),
+                                            sft.gradient_checkpointing, sft.max_length)),
         Row("grpo", f"policy + bf16 reference, ZeRO-{zero} over {n}, vLLM colocated", n,
             (P * FULL_FT + (P * FROZEN if grpo.beta > 0 else 0)) / share / GB + VLLM_SHARE * GPU_GB
             + _activations(shape, grpo.per_device_batch_size, grpo.max_prompt_length + grpo.max_completion_length,
-                           grpo.gradient_checkpointing, shape["vocab_size"])),
+                           grpo.gradient_checkpointing, grpo.max_completion_length)),
         Row("distill", f"{student.split('/')[-1]} full fine-tune + bf16 {policy.split('/')[-1]} teacher", 1,
             (S * FULL_FT + P * FROZEN) / GB
-            + _activations(sshape, d.batch_size, d.max_length, d.gradient_checkpointing, shape["vocab_size"])
-            + d.batch_size * d.max_length * shape["vocab_size"] * 4 / GB),  # the teacher's logits
+            + _activations(sshape, d.batch_size, d.max_length, d.gradient_checkpointing, 0)
+            + d.batch_size * d.max_length * shape["vocab_size"] * 4 * 4 / GB),  # student's (x3) and teacher's logits
         Row("judge", f"{judge.split('/')[-1]} bf16, vLLM tensor-parallel 4 (+ KV cache)", 4, J * FROZEN / 4 / GB),
         Row("eval", f"{policy.split('/')[-1]} bf16 greedy generation", 1, P * FROZEN / GB),
     ]

@@ -71,9 +71,10 @@ def profile_problems(params, accel) -> list[str]:
             and urlparse(judge.base_url or "").port == 8000:
         problems.append("grpo.vllm_mode: server makes TRL look for `trl vllm-serve` on port 8000 (the settings "
                         "have no other address), where scoring.openai_judge.base_url has the judge")
-    if accel and (g.per_device_batch_size * accel.num_processes * g.grad_accum) % g.num_generations:
-        problems.append(f"grpo: the generation batch per_device_batch_size x {accel.num_processes} processes x "
-                        f"grad_accum = {g.per_device_batch_size * accel.num_processes * g.grad_accum} is no "
+    step = g.step_completions or g.per_device_batch_size * g.grad_accum  # completions a step on each process
+    if accel and (step * accel.num_processes) % g.num_generations:
+        problems.append(f"grpo: the generation batch step_completions (per_device_batch_size x grad_accum) x "
+                        f"{accel.num_processes} processes = {step * accel.num_processes} is no "
                         f"multiple of num_generations {g.num_generations}")
     return problems
 

@@ -54,6 +54,10 @@ class GRPOResult(Result):
     skipped_updates: list[int] = []  # steps whose non-finite update was skipped (rubricrl/train/nonfinite.py)
     judge_calls: int = 0  # HTTP calls to the openai judge endpoint, every process (0: no remote judge; cache hits)
     nets: list[Net] = []  # each safety net: armed, from which step, how many checks (rubricrl/train/nets.py)
+    micro_batch: int | None = None  # completions a micro-step as trained (grpo.per_device_batch_size resolved)
+    grad_accum: int | None = None  # micro-steps a step as trained
+    peak_memory_mib: dict = {}  # the process's peak: rss_mib, and gpu_allocated_mib / gpu_reserved_mib on a GPU
+    rollout_tokens_per_s: float | None = None  # the rollouts' sampling speed (transformers generate; None under vLLM)
 
 
 def fingerprint(*parts) -> str:
@@ -121,7 +125,10 @@ def run(params: Params) -> GRPOResult | None:
                          reward_last=round(trend[1], 4) if trend else None,
                          learning_rate=cfg.learning_rate, beta=cfg.beta, processes=result["world_size"],
                          precision=result["precision"], skipped_updates=result["skipped_updates"],
-                         judge_calls=judge_calls, nets=result["nets"])
+                         judge_calls=judge_calls, nets=result["nets"],
+                         micro_batch=result["memory"]["plan"]["micro_batch"],
+                         grad_accum=result["memory"]["plan"]["grad_accum"], peak_memory_mib=result["memory"]["peak"],
+                         rollout_tokens_per_s=(result["rollouts"] or {}).get("tokens_per_s"))
         rows = history_rows(result["log_history"])
         criteria = sorted({k for e in rows for k in e if k.startswith("rewards/") and k.endswith("/mean")})
         write_csv(PATHS.history, rows, {**HISTORY_COLUMNS, **{k: k for k in criteria}})  # `dvc plots`

@@ -11,7 +11,7 @@ import gc
 import json
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -25,8 +25,9 @@ from rubricrl.train.checkpoints import (
     Checkpoint, CheckpointCallback, latest_complete, newest_at_or_before, publish_checkpoint_model, publish_dir,
     remove_after, remove_incomplete, temp_dir_for,
 )
-from rubricrl.train.data import grpo_rows
+from rubricrl.train.data import grpo_rows, token_count
 from rubricrl.train.general import GENERAL_PREFIX
+from rubricrl.train.memory import MicroBatchPlan, peak_memory_mib, plan_micro_batch
 from rubricrl.train.mlflow_log import MLflowMetricsCallback, active_mlflow
 from rubricrl.train.monitor import HackMonitor
 from rubricrl.train.nets import armed_nets
@@ -34,7 +35,7 @@ from rubricrl.train.nonfinite import NonFiniteGuard
 from rubricrl.train.reward_mix import TrainingReward
 from rubricrl.train.rollback import Rollback, RollbackMonitor, Spike, SpikeDetector, TrainingError, last_good_step
 from rubricrl.config import GRPOSettings
-from rubricrl.train.shared_prefill import share_prefill
+from rubricrl.train.shared_prefill import rollout_stats, share_prefill
 from rubricrl.train.trainer_args import grpo_config, peft_config
 
 STATE_FILE = "grpo_state.json"
@@ -55,6 +56,7 @@ class _Run:
     monitor_tasks: list
     monitor_decode: object
     skipped_updates: list  # steps whose non-finite update was skipped (rubricrl.train.nonfinite), over all attempts
+    rollouts: dict  # what the rollouts sampled over all attempts (rubricrl.train.shared_prefill.rollout_stats)
 
     @property
     def run_dir(self) -> Path:
@@ -72,8 +74,41 @@ def process_state(settings: GRPOSettings):
     """This process's accelerate PartialState, set up exactly as train_grpo's trainer will set it up (same
     backend, device and DeepSpeed flag; the trainer then reuses the process group), so that a caller can
     coordinate the ranks (is_main_process, wait_for_everyone) before training. Checks the batch sizes
-    against the real number of processes too."""
+    against the real number of processes too (an auto micro-batch as the CPU default's: the step is the same)."""
+    if settings.per_device_batch_size == "auto":
+        settings = settings.split(plan_micro_batch(settings.step_completions).micro_batch)
     return grpo_config(settings, Path("."), settings.beta, [1.0]).distributed_state
+
+
+def micro_batch_plan(settings: GRPOSettings, model_dir: Path, rows: list[dict], tokenizer) -> MicroBatchPlan:
+    """The step's split into micro-batches: the numbers given, or for `auto` the largest that fits the card
+    (rubricrl.train.memory), the same on every process (the smallest any of them can hold)."""
+    s = settings
+    if s.per_device_batch_size != "auto":
+        return MicroBatchPlan(s.per_device_batch_size, s.grad_accum, s.per_device_batch_size * s.grad_accum, "given",
+                              checkpointing=s.gradient_checkpointing)
+    import torch
+    from accelerate import PartialState
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    state = None if s.device == "cpu" else PartialState()
+    if state is None or state.device.type != "cuda":
+        return plan_micro_batch(s.step_completions, checkpointing=s.gradient_checkpointing)
+    config = AutoConfig.from_pretrained(model_dir)
+    with torch.device("meta"):
+        n_params = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
+    tokens = max(token_count(tokenizer, r["prompt"], True) for r in rows) + s.max_completion_length
+    free, _ = torch.cuda.mem_get_info(state.device)
+    plan = plan_micro_batch(s.step_completions, free, config, tokens, s.max_completion_length, s.gradient_checkpointing,
+                            n_params, s.beta > 0)
+    if state.num_processes > 1:
+        import torch.distributed as dist
+
+        smallest = torch.tensor([plan.micro_batch], device=state.device)
+        dist.all_reduce(smallest, op=dist.ReduceOp.MIN)
+        micro = int(smallest.item())
+        plan = replace(plan, micro_batch=micro, grad_accum=plan.step_completions // micro)
+    return plan
 
 
 def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Path, settings: GRPOSettings,
@@ -96,16 +131,18 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
     settings = settings.sized()
     reward.tasks.update({t.id: t for t in train_tasks if t.id not in reward.tasks})
     mix = TrainingReward(reward)
-    rows, skipped = grpo_rows(train_tasks, AutoTokenizer.from_pretrained(model_dir), settings.max_prompt_length,
-                              settings.general_share, settings.seed)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    rows, skipped = grpo_rows(train_tasks, tokenizer, settings.max_prompt_length, settings.general_share, settings.seed)
     if not any(not r["task_id"].startswith(GENERAL_PREFIX) for r in rows):
         raise TrainingError(f"grpo: no task prompt fits max_prompt_length ({settings.max_prompt_length} tokens)")
+    plan = micro_batch_plan(settings, Path(model_dir), rows, tokenizer)
+    settings = settings.split(plan.micro_batch)
     out = Path(out_dir)
     saved = _load_state(out) if resume else None
     beta = saved["beta"] if saved else settings.beta
     rollbacks = [Rollback(**r) for r in saved["rollbacks"]] if saved else []
     run = _Run(Path(model_dir), out, settings, grpo_config(settings, out / "checkpoints", beta, mix.weights),
-               rows_dataset(rows), mix, list(callbacks), list(monitor_tasks), monitor_decode, [])
+               rows_dataset(rows), mix, list(callbacks), list(monitor_tasks), monitor_decode, [], {})
     if run.main:
         if resume:
             remove_incomplete(run.run_dir)
@@ -150,6 +187,8 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
         "world_size": run.args.world_size,
         "precision": "bf16" if run.args.bf16 else "fp32",
         "train_seconds": round(time.time() - started, 1),
+        "memory": {"plan": plan.to_dict(), "peak": peak_memory_mib()},
+        "rollouts": _rollout_speed(run.rollouts),
         "log_history": log_history,
     }
     if run.main:
@@ -192,7 +231,11 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
                               peft_config=peft_config(s.lora))
         if not s.use_vllm:
             share_prefill(trainer.model)  # each prompt's KV cache computed once for its num_generations rollouts
-        trainer.train(resume_from_checkpoint=str(start.path) if start else None)
+        try:
+            trainer.train(resume_from_checkpoint=str(start.path) if start else None)
+        finally:
+            for k, v in rollout_stats(trainer.model).items():
+                run.rollouts[k] = run.rollouts.get(k, 0) + v
         spike = monitor.spike
         if spike is None:
             return trainer, beta
@@ -230,6 +273,15 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
         beta = new_beta
         del trainer
         gc.collect()
+
+
+def _rollout_speed(stats: dict) -> dict | None:
+    """The rollouts' generation speed (transformers; None where vLLM generated or nothing was sampled here)."""
+    if not stats or not stats.get("sequences"):
+        return None
+    seconds = stats["seconds"]
+    return {"sequences": stats["sequences"], "new_tokens": stats["new_tokens"], "seconds": round(seconds, 2),
+            "tokens_per_s": round(stats["new_tokens"] / seconds, 1) if seconds > 0 else None}
 
 
 def _publish_restored(stopped: Rollback, final: Path, model_dir: Path) -> None:

@@ -84,6 +84,21 @@ def nets_table(nets: list[dict]) -> str:
                   for n in nets])
 
 
+def memory_line(memory: dict) -> str:
+    """The step's split and the peak memory, as train_grpo's result holds them (rubricrl.train.memory)."""
+    plan, peak = memory["plan"], memory.get("peak") or {}
+    line = (f"micro-batch: {plan['micro_batch']} x {plan['grad_accum']} accumulated = {plan['step_completions']} "
+            f"completions a step ({plan['sized']}")
+    if plan["sized"] == "card":
+        line += (f": {plan['sequence_mib']:,.0f} MiB a sequence of {plan['sequence_tokens']} tokens, "
+                 f"{plan['free_mib']:,.0f} MiB free, {plan['state_mib']:,.0f} MiB of weights and optimizer")
+    line += (f"{', gradient checkpointing' if plan.get('checkpointing') else ''}); peak memory: "
+             f"{peak.get('rss_mib', 'n/a')} MiB resident")
+    if peak.get("gpu_allocated_mib") is not None:
+        line += f", {peak['gpu_allocated_mib']:,.0f} MiB allocated on the GPU ({peak['gpu_reserved_mib']:,.0f} reserved)"
+    return line
+
+
 def training_markdown(result: dict, title: str = "GRPO training report", figures: bool = False) -> str:
     """The training report (the grpo stage's report section); `figures`: reference reward.png, kl.png and
     monitor.png beside it."""
@@ -94,6 +109,12 @@ def training_markdown(result: dict, title: str = "GRPO training report", figures
     lines.append(f"- steps: {result['global_step']} (resumed from step {result.get('resumed_from_step') or 0}); "
                  f"processes: {result.get('world_size', 1)}; wall time: {result.get('train_seconds', 0):.0f} s")
     lines.append(f"- final beta: {result['beta']:g}; rollbacks: {len(result.get('rollbacks', []))}")
+    if result.get("memory"):
+        lines.append(f"- {memory_line(result['memory'])}")
+    if result.get("rollouts"):
+        r = result["rollouts"]
+        lines.append(f"- rollouts: {r['sequences']} completions, {r['new_tokens']} tokens in {r['seconds']:.1f} s "
+                     f"({r['tokens_per_s']} tokens/s, transformers generate, one call a step)")
     trend = reward_trend(result.get("log_history", []))
     if trend:
         k = trend_window(result.get("log_history", []))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 
 _WRAPPED = "_rubricrl_shared_prefill"
 
@@ -28,12 +29,29 @@ def share_prefill(model) -> bool:
 
     @functools.wraps(original)
     def generate(*args, **kwargs):
-        return generate_sharing_prompts(model, original, *args, **kwargs)
+        started = time.perf_counter()
+        out = generate_sharing_prompts(model, original, *args, **kwargs)
+        config = kwargs.get("generation_config")
+        if kwargs.get("do_sample", getattr(config, "do_sample", False)):  # the rollouts, not the monitor's greedy
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            seqs = getattr(out, "sequences", out)
+            pad = getattr(config, "pad_token_id", None)
+            new = seqs[:, ids.size(1):] if ids is not None else seqs[:, :0]
+            generate.rollouts["sequences"] += int(seqs.size(0))
+            generate.rollouts["new_tokens"] += int((new != pad).sum() if pad is not None else new.numel())
+            generate.rollouts["seconds"] += time.perf_counter() - started
+        return out
 
     setattr(generate, _WRAPPED, True)
     generate.original = original
+    generate.rollouts = {"sequences": 0, "new_tokens": 0, "seconds": 0.0}  # sampled calls: what GRPO generated
     model.generate = generate
     return True
+
+
+def rollout_stats(model) -> dict:
+    """What the wrapped generate sampled so far: sequences, new tokens (padding left out), seconds."""
+    return dict(getattr(model.__dict__.get("generate"), "rollouts", {"sequences": 0, "new_tokens": 0, "seconds": 0.0}))
 
 
 def unshare_prefill(model) -> None:

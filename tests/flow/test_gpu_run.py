@@ -60,7 +60,8 @@ def test_the_profile_is_one_gpu_with_real_work():
     from rubricrl.config import load_params
 
     p = load_params(gpu_run.ROOT / "params.yaml", [gpu_run.ROOT / "configs/gpu.yaml"])
-    completions = p.grpo.max_steps * p.grpo.per_device_batch_size * p.grpo.grad_accum
+    completions = p.grpo.max_steps * p.grpo.step_completions
+    assert p.grpo.per_device_batch_size == p.grpo.grad_accum == "auto"  # the micro-batch sized to the card
     assert completions >= 5000 and p.grpo.monitor.enabled and p.grpo.monitor.n_tasks == p.data.n_val
     assert p.sft.max_steps == -1 and p.sft.max_tasks is None and p.eval.max_per_part is None
     assert set(p.general.sizes.model_dump().values()) == {None}
@@ -84,6 +85,11 @@ def test_cpu_dry_mode_runs_every_stage_and_brings_the_results_back(tmp_path):
     timings = json.loads((out / "timings.json").read_text())
     assert list(timings["stages"]) == [s for s in gpu_run_order(proj)] and set(timings["stages"]) == set(stages)
     assert timings["failed"] is None and timings["dry"] is True
+    assert all(timings["peak_rss_mib"][s] > 50 for s in stages)  # each stage's own peak (wait4)
+    grpo = json.loads((out / "metrics" / "grpo.json").read_text())
+    # auto off a GPU: the CPU default's micro-batch splits the dry step of 4; the peak measured in the stage
+    assert (grpo["micro_batch"], grpo["grad_accum"]) == (4, 1) and grpo["peak_memory_mib"]["rss_mib"] > 50
+    assert grpo["rollout_tokens_per_s"] > 0 and "| grpo |" in (out / "summary.md").read_text()
     for name in ("eval", "general", "distill", "export", "grpo", "sft"):
         assert (out / "metrics" / f"{name}.json").is_file()
     export = json.loads((out / "metrics" / "export.json").read_text())
@@ -141,12 +147,23 @@ def test_the_carry_list_is_what_the_stages_import_that_the_image_lacks(tmp_path)
 def test_the_summary_gives_each_stage_its_time_tokens_per_s_and_peak_memory(tmp_path, monkeypatch):
     (tmp_path / "metrics").mkdir()
     (tmp_path / "metrics" / "rubric.json").write_text(json.dumps({"policy_tokens_per_s": 5123.4}))
+    (tmp_path / "metrics" / "grpo.json").write_text(json.dumps({"rollout_tokens_per_s": 4000.5}))
     (tmp_path / "metrics" / "eval.json").write_text(json.dumps({"models": {}, "generation": {
         "sft": {"new_tokens": 3000, "seconds": 1.0}, "grpo": {"new_tokens": 1000, "seconds": 1.0}}}))
-    text = gpu_run.summary(tmp_path, {"rubric": 12.0, "eval_task": 30.0, "sft": 60.0}, None, False,
-                           {"rubric": 40960, "eval_task": None})
-    assert "| rubric | 12.000 | 5123.400 | 40960 |" in text
-    assert "| eval_task | 30.000 | 2000.000 | n/a |" in text and "| sft | 60.000 |  | n/a |" in text
+    text = gpu_run.summary(tmp_path, {"rubric": 12.0, "eval_task": 30.0, "sft": 60.0, "grpo": 90.0}, None, False,
+                           {"rubric": 40960, "eval_task": None}, {"rubric": 2048.5, "sft": 3000.0})
+    assert "| grpo | 90.000 | 4000.500 | n/a | n/a |" in text
+    assert "| rubric | 12.000 | 5123.400 | 40960 | 2048.500 |" in text
+    assert "| eval_task | 30.000 | 2000.000 | n/a | n/a |" in text and "| sft | 60.000 |  | n/a | 3000.000 |" in text
+    log = tmp_path / "child.log"
+    # A child that touches 200 MiB and starts a grandchild touching 100: their peaks come back with the exit code,
+    # whatever this (larger) process holds (ru_maxrss would report at least the parent's).
+    code = ("import subprocess, sys, time; b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); "
+            "subprocess.run([sys.executable, '-c', 'import time; c = bytearray(100 * 2**20); "
+            "c[::4096] = bytes(len(c[::4096])); time.sleep(1)']); raise SystemExit(3)")
+    with open(log, "wb") as f:
+        rc, rss = gpu_run.call_measured([sys.executable, "-c", code], dict(os.environ), f)
+    assert rc == 3 and 300 < rss < 400, rss
     monkeypatch.setattr(gpu_run.shutil, "which", lambda exe: None)  # no nvidia-smi: no peak, no thread
     with gpu_run.PeakGPU() as peak:
         pass

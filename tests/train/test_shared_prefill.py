@@ -76,3 +76,30 @@ def test_wrapping_is_idempotent_and_reversible(tiny):
     assert model.generate is wrapped and getattr(wrapped, "original", None) is not None
     unshare_prefill(model)
     assert "generate" not in model.__dict__
+
+
+def test_the_wrapper_counts_what_the_rollouts_sampled_and_not_greedy_calls(tiny):
+    """GRPO's tokens/s (metrics/grpo.json rollout_tokens_per_s) come from here: sampled calls only (the hack monitor
+    decodes greedily through the same model), padding after an early end left out."""
+    from transformers import GenerationConfig
+
+    from rubricrl.train.shared_prefill import rollout_stats
+
+    model, tok = tiny
+    ids, mask = _batch(tok, [LONG, LONG, "hello world", "hello world"])
+    share_prefill(model)
+    try:
+        pad = model.config.pad_token_id
+        model.generate(input_ids=ids, attention_mask=mask, generation_config=GenerationConfig(
+            max_new_tokens=6, do_sample=False, eos_token_id=None, pad_token_id=pad))
+        assert rollout_stats(model)["sequences"] == 0
+        torch.manual_seed(0)
+        out = model.generate(input_ids=ids, attention_mask=mask, generation_config=GenerationConfig(
+            max_new_tokens=6, do_sample=True, eos_token_id=None, pad_token_id=pad))
+        stats = rollout_stats(model)
+        new = out[:, ids.size(1):]
+        assert stats["sequences"] == 4 and stats["new_tokens"] == int((new != pad).sum()) > 0
+        assert stats["seconds"] > 0
+    finally:
+        unshare_prefill(model)
+    assert rollout_stats(model) == {"sequences": 0, "new_tokens": 0, "seconds": 0.0}
