@@ -78,41 +78,15 @@ class LiveBytes:
 
 
 def one(micro: int, tokens: int, checkpointing: bool) -> dict:
-    import torch
-    from transformers import AutoModelForCausalLM, LlamaConfig
-    from trl.trainer.utils import add_fused_lm_head
+    from transformers import LlamaConfig
 
-    from rubricrl.train import trl_patches
-
-    trl_patches.apply()  # the head scores the completion's positions only, as on a GPU and in the stage
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(LlamaConfig(**SMOL), attn_implementation="sdpa")
-    add_fused_lm_head(model, outputs=("log_probs", "entropy"))
-    model.train()
-    if checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    ids = torch.randint(0, SMOL["vocab_size"], (micro, tokens))
-    mask = torch.ones_like(ids)
-    mask[0, : tokens // 4] = 0
-    labels = ids.masked_fill(mask == 0, -100)
-    labels[:, :-COMPLETION] = -100
-    kept = {}
-
-    def pack(x):
-        s = x.untyped_storage()
-        kept[s.data_ptr()] = s.nbytes()
-        return x
+    from rubricrl.train.memory import measure_micro_step
 
     live = LiveBytes()
-    with live.mode:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
-            out = model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
-        out.loss.backward()
-        del out
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    kept = measure_micro_step(LlamaConfig(**SMOL), micro, tokens, COMPLETION, checkpointing, around=live.mode)
     # what is left is the parameters' gradients: the optimizer state's share (memory.state_bytes), not the step's
-    return {"kept_mib": round(sum(v for k, v in kept.items() if k not in params) / MIB, 1),
-            "peak_mib": round((live.peak - live.now) / MIB, 1), "grads_mib": round(live.now / MIB, 1)}
+    return {"kept_mib": round(kept / MIB, 1), "peak_mib": round((live.peak - live.now) / MIB, 1),
+            "grads_mib": round(live.now / MIB, 1)}
 
 
 def main(argv: list[str]) -> int:

@@ -287,26 +287,21 @@ def tree_hwm_kib(pid: int) -> int | None:
     an upper bound of the simultaneous peak for several. None where /proc does not have it (not Linux, or gone).
     Not ru_maxrss: Linux keeps the parent's mark across fork and exec, so a child reports at least its parent's."""
     proc = Path("/proc")
-    parents = {}
-    for stat in proc.glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-        except (OSError, IndexError, ValueError):
-            continue
     total, todo, found = 0, [pid], False
     while todo:
         p = todo.pop()
-        todo += parents.get(p, [])
         try:
-            line = next(x for x in (proc / str(p) / "status").read_text().splitlines() if x.startswith("VmHWM:"))
-            total, found = total + int(line.split()[1]), True
+            status = (proc / str(p) / "status").read_text()
+            total += int(next(x for x in status.splitlines() if x.startswith("VmHWM:")).split()[1])
+            found = True
+            for task in (proc / str(p) / "task").iterdir():  # the children of each of its threads
+                todo += [int(c) for c in (task / "children").read_text().split()]
         except (OSError, StopIteration, ValueError):
             continue
     return total if found else None
 
 
-def call_measured(argv: list[str], env: dict, log, every: float = 0.2) -> tuple[int, float | None]:
+def call_measured(argv: list[str], env: dict, log, every: float = 0.5) -> tuple[int, float | None]:
     """Run a stage; its exit code and its peak resident memory in MiB (tree_hwm_kib polled every `every` s while it
     runs; None when it ended before the first look)."""
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -340,16 +335,17 @@ def collect(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict
 
 def stage_tokens_per_s(metrics) -> dict[str, float]:
     """Generation speed per stage from its metrics: the rubric stage's policy sampling, GRPO's rollouts, the eval's
-    greedy answers (all models' tokens over all their seconds)."""
+    and the general suites' greedy answers (all models' tokens over all their seconds)."""
     speed = {}
     rubric, ev, grpo = metrics("rubric"), metrics("eval"), metrics("grpo")
     if rubric and rubric.get("policy_tokens_per_s") is not None:
         speed["rubric"] = rubric["policy_tokens_per_s"]
     if grpo and grpo.get("rollout_tokens_per_s") is not None:
         speed["grpo"] = grpo["rollout_tokens_per_s"]
-    gens = [g for g in ((ev or {}).get("generation") or {}).values() if g.get("seconds")]
-    if gens:
-        speed["eval_task"] = round(sum(g["new_tokens"] for g in gens) / sum(g["seconds"] for g in gens), 1)
+    for stage, result in (("eval_task", ev), ("eval_general", metrics("general"))):
+        gens = [g for g in ((result or {}).get("generation") or {}).values() if g and g.get("seconds")]
+        if gens:
+            speed[stage] = round(sum(g["new_tokens"] for g in gens) / sum(g["seconds"] for g in gens), 1)
     return speed
 
 

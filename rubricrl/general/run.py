@@ -58,22 +58,35 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
         limit = cfg.max_new_tokens[suite]
         chats = [[{"role": "user", "content": it["prompt"]}] for it in items]
 
-        def reply(chats: list[list[dict]], label: str) -> list[str]:
+        def reply(chats: list[list[dict]], label: str) -> tuple[list[str], dict]:
+            """Replies and their decoding: {"new_tokens", "seconds"}."""
             if resolve_engine(cfg.engine) == "llama_cpp" and model_and_tokenizer is None:
-                return llamacpp.generate_chat(model_dir, chats, limit, default_threads(), desc=label,
-                                              batch=cpu_batch(cfg.batch_size, 8))[0]
-            return greedy_chat(model, tokenizer, chats, batch_size=cfg.batch_size, max_new_tokens=limit, desc=label)
+                replies, new_tokens, _, seconds = llamacpp.generate_chat(model_dir, chats, limit, default_threads(),
+                                                                         desc=label, batch=cpu_batch(cfg.batch_size, 8))
+                return replies, {"new_tokens": new_tokens, "seconds": round(seconds, 3)}
+            stats = {"new_tokens": 0, "seconds": 0.0}
+            replies = greedy_chat(model, tokenizer, chats, batch_size=cfg.batch_size, max_new_tokens=limit,
+                                  desc=label, stats=stats)
+            return replies, {"new_tokens": stats["new_tokens"], "seconds": round(stats["seconds"], 3)}
+
+        def chunk(ix: list[int]) -> list[dict]:
+            """A journal chunk: its replies, its decoding on the first row (read back with it after a kill, as the
+            eval's chunks keep theirs), so a resumed run reports what an uninterrupted one does."""
+            replies, stats = reply([chats[i] for i in ix], f"{label} ({ix[0] + 1}-{ix[-1] + 1} of {len(items)})")
+            rows = [{"id": items[i]["id"], "response": r} for i, r in zip(ix, replies)]
+            rows[0]["chunk"] = stats
+            return rows
 
         label = f"{desc} {suite}".strip()
         if journals is None:
-            replies = reply(chats, label)
+            replies, speed = reply(chats, label)
         else:
             journal = journals(suite)
-            replies = [r["response"] for r in journal.map(
-                [it["id"] for it in items],
-                lambda ix: [{"id": items[i]["id"], "response": r} for i, r in zip(ix, reply(
-                    [chats[i] for i in ix], f"{label} ({ix[0] + 1}-{ix[-1] + 1} of {len(items)})"))],
-                cfg.save_every)]
+            got = journal.map([it["id"] for it in items], chunk, cfg.save_every)
+            replies = [r["response"] for r in got]
+            chunks = [r["chunk"] for r in got if "chunk" in r]
+            speed = {"new_tokens": sum(c["new_tokens"] for c in chunks),
+                     "seconds": round(sum(c["seconds"] for c in chunks), 3)}
             if journal.read_back:
                 print(f"{label}: {journal.read_back} of {len(items)} replies read back from {journal.path} "
                       "(generated before an interruption)", file=sys.stderr)
@@ -81,7 +94,7 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
                   else module.score(it, r) for it, r in zip(items, replies)]
         rows = [{"id": it["id"], "lang": it.get("lang"), "response": r, **s} for it, r, s in zip(items, replies, scored)]
         summary = module.summarize(scored)
-        out[suite] = {"summary": summary, "score": summary[HEADLINE[suite]], "items": rows}
+        out[suite] = {"summary": summary, "score": summary[HEADLINE[suite]], "items": rows, "generation": speed}
     if "perplexity" not in active_suites(cfg):
         return out
     items = perplexity.load(cfg.sizes.perplexity)
@@ -91,6 +104,15 @@ def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=Non
     out["perplexity"] = {"summary": summary, "score": summary["perplexity"],
                          "items": [{**r, "score": -r["nll"]} for r in rows]}
     return out
+
+
+def generation_speed(results: dict) -> dict | None:
+    """One model's decoding over its suites: new tokens, seconds, tokens/s (None when nothing was generated)."""
+    gens = [r["generation"] for r in results.values() if r.get("generation")]
+    tokens, seconds = sum(g["new_tokens"] for g in gens), sum(g["seconds"] for g in gens)
+    if not tokens or seconds <= 0:
+        return None
+    return {"new_tokens": tokens, "seconds": round(seconds, 2), "tokens_per_s": round(tokens / seconds, 1)}
 
 
 def _paired_arrays(suite: str, a: list[dict], b: list[dict]):

@@ -145,11 +145,16 @@ def sample_responses(model_dir: str | Path, tasks: Sequence[Task], k: int, tempe
 
 
 def greedy_chat(model, tokenizer, conversations: Sequence[list[dict]], batch_size: int = 8, max_new_tokens: int = 256,
-                desc: str | None = None, threads: int | None = None) -> list[str]:
-    """Greedy replies of a loaded model (load_for_generation) to chat conversations, in input order."""
+                desc: str | None = None, threads: int | None = None, stats: dict | None = None) -> list[str]:
+    """Greedy replies of a loaded model (load_for_generation) to chat conversations, in input order; `stats` (a
+    dict) gets the new tokens and seconds added to its "new_tokens" and "seconds"."""
     with torch_threads(threads or default_threads()):
-        out, _, _ = batched_generate(model, tokenizer, chat_texts(tokenizer, conversations), batch_size, desc=desc,
-                              do_sample=False, num_beams=1, max_new_tokens=max_new_tokens)
+        start = time.perf_counter()
+        out, new_tokens, _ = batched_generate(model, tokenizer, chat_texts(tokenizer, conversations), batch_size,
+                                              desc=desc, do_sample=False, num_beams=1, max_new_tokens=max_new_tokens)
+        if stats is not None:
+            stats["new_tokens"] = stats.get("new_tokens", 0) + new_tokens
+            stats["seconds"] = stats.get("seconds", 0.0) + time.perf_counter() - start
     return [o[0] if o else "" for o in out]
 
 

@@ -24,6 +24,7 @@ class GeneralResult(Result):
     gates: dict[str, dict] = {}
     gated: list[str] | None = None  # the models whose failed gate makes the flow retrain (general.gated)
     tolerance: dict[str, float] = {}
+    generation: dict[str, dict | None] = {}  # per model: new tokens, seconds, tokens/s of its suites' replies
 
 
 def resume_stamp(cfg: GeneralParams, models: dict[str, str | Path]) -> tuple:
@@ -36,7 +37,7 @@ def resume_stamp(cfg: GeneralParams, models: dict[str, str | Path]) -> tuple:
 
 
 def run(params: Params) -> GeneralResult:
-    from rubricrl.general.run import compare, evaluate, gate, gate_summary, markdown
+    from rubricrl.general.run import compare, evaluate, gate, gate_summary, generation_speed, markdown
 
     cfg = params.general
     results = {}
@@ -56,10 +57,14 @@ def run(params: Params) -> GeneralResult:
                                  if isinstance(v, (int, float))})
         paired = compare(results, n_boot=cfg.n_boot)
         gates = gate(paired, cfg.tolerance, [m for m in MODELS if m != "base"])  # registry tags use every one
-        write_text(PATHS.section, markdown(results, paired, gates, cfg.tolerance))
+        speed = {m: generation_speed(r) for m, r in results.items()}
+        lines = [f"- {m}: {g['new_tokens']} reply tokens in {g['seconds']:.1f} s ({g['tokens_per_s']:.1f} tokens/s)"
+                 for m, g in speed.items() if g]
+        write_text(PATHS.section, markdown(results, paired, gates, cfg.tolerance).rstrip("\n") + "\n\n"
+                   + ("Decoding:\n\n" + "\n".join(lines) + "\n" if lines else ""))
         result = GeneralResult(
             models={m: {s: {"score": r[s]["score"], **r[s]["summary"]} for s in r} for m, r in results.items()},
-            paired=paired, gates=gates, gated=cfg.gated, tolerance=cfg.tolerance)
+            paired=paired, gates=gates, gated=cfg.gated, tolerance=cfg.tolerance, generation=speed)
         result.write(PATHS.result)
         run.log_metrics({f"paired.{r['model']}-base.{r['suite']}": r["diff"] for r in paired})
         run.set_tags({f"gate.{m}": g["outcome"] for m, g in gates.items()})

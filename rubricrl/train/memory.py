@@ -148,3 +148,45 @@ def peak_memory_mib() -> dict:
         out["gpu_allocated_mib"] = round(torch.cuda.max_memory_allocated() / MIB, 1)
         out["gpu_reserved_mib"] = round(torch.cuda.max_memory_reserved() / MIB, 1)
     return out
+
+
+def measure_micro_step(config, micro: int, tokens: int, scored: int, checkpointing: bool, around=None) -> int:
+    """Bytes autograd keeps for backward in one GRPO-like micro-step, counted with saved-tensor hooks (parameters left
+    out): a random model of `config` with TRL's fused LM head, `micro` sequences of `tokens` (the first left-padded by
+    a quarter, the last `scored` scored), forward then backward, both inside the context manager `around` if given
+    (benchmarks/grpo_memory.py counts the allocated peak there). What tests/train/test_memory.py checks the formula
+    against, and the benchmark measures."""
+    from contextlib import nullcontext
+
+    import torch
+    from transformers import AutoModelForCausalLM
+    from trl.trainer.utils import add_fused_lm_head
+
+    from rubricrl.train import trl_patches
+
+    trl_patches.apply()  # the head scores the completion's positions only, as on a GPU and in the stage
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    add_fused_lm_head(model, outputs=("log_probs", "entropy"))
+    model.train()
+    if checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    ids = torch.randint(0, config.vocab_size, (micro, tokens))
+    mask = torch.ones_like(ids)
+    mask[0, : tokens // 4] = 0
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[:, :-scored] = -100
+    kept = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with around if around is not None else nullcontext():
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
+        out.loss.backward()
+        del out
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    return sum(n for ptr, n in kept.items() if ptr not in params)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 def judge_config(base_url, **over):
     return JudgeConfig(**{"type": "openai", "base_url": base_url, "model": "smollm2-judge",
-                          "response_format": "json_object", "cache_dir": None, "max_tokens": 128, **over})
+                          "response_format": "json_object", "cache_dir": None, "max_tokens": 64, **over})
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,7 @@ SIZES = {
     "export": {"n_tasks": 2, "max_new_tokens": 8, "speed_tasks": 1, "speed_tokens": 8, "serve_check": False,
                "four_bit": {"types": ["q4_0", "q4_k_m"]}},
 }
-TIMING = re.compile(r"seconds|runtime|per_s$|_s$|saved_at|wall|elapsed|duration")
+TIMING = re.compile(r"seconds|runtime|per_s$|_s$|saved_at|wall|elapsed|duration|_mib$")  # and memory peaks
 PRELOAD = ["torch", "transformers", "datasets", "trl", "mlflow", "llama_cpp", "rubricrl.stages.base"]
 
 

@@ -85,7 +85,8 @@ def test_cpu_dry_mode_runs_every_stage_and_brings_the_results_back(tmp_path):
     timings = json.loads((out / "timings.json").read_text())
     assert list(timings["stages"]) == [s for s in gpu_run_order(proj)] and set(timings["stages"]) == set(stages)
     assert timings["failed"] is None and timings["dry"] is True
-    assert all(timings["peak_rss_mib"][s] > 50 for s in stages)  # each stage's own peak (wait4)
+    rss = timings["peak_rss_mib"]
+    assert all(rss[s] > 0 for s in stages) and min(rss[s] for s in ("sft", "grpo", "distill")) > 200, rss
     grpo = json.loads((out / "metrics" / "grpo.json").read_text())
     # auto off a GPU: the CPU default's micro-batch splits the dry step of 4; the peak measured in the stage
     assert (grpo["micro_batch"], grpo["grad_accum"]) == (4, 1) and grpo["peak_memory_mib"]["rss_mib"] > 50

@@ -9,7 +9,7 @@ import yaml
 
 from rubricrl.config import GeneralParams, load_params
 from rubricrl.flow.retrain import GeneralGateError, gate_failures, retrain_until_general_passes
-from rubricrl.general.run import SUITES, compare, evaluate, gate, markdown
+from rubricrl.general.run import SUITES, compare, evaluate, gate, generation_speed, markdown
 from rubricrl.inference.models import build_tiny_model
 from tests.inference.test_llamacpp_engine import smol_tiny  # noqa: F401  (the fixture: a tiny model llama.cpp can convert)
 
@@ -26,6 +26,12 @@ def test_every_suite_runs_on_a_tiny_model_and_compares_paired(tmp_path):
     for suite, n in (("ifeval", 4), ("humaneval", 2), ("qa", 4), ("perplexity", 3)):
         assert len(base[suite]["items"]) == n and base[suite]["summary"]["n"] == n
     assert base["perplexity"]["score"] > 1  # a random model: perplexity far above 1
+    # each generating suite's decoding, counted (the eval_general result's tokens/s)
+    assert all(base[s]["generation"]["new_tokens"] > 0 and base[s]["generation"]["seconds"] > 0
+               for s in ("ifeval", "humaneval", "qa"))
+    speed = generation_speed(base)
+    assert speed["new_tokens"] == sum(base[s]["generation"]["new_tokens"] for s in ("ifeval", "humaneval", "qa"))
+    assert speed["tokens_per_s"] > 0
     paired = compare({"base": base, "grpo": other}, n_boot=200)
     assert {(r["model"], r["suite"]) for r in paired} == {("grpo", s) for s in SUITES}
     ppl = next(r for r in paired if r["suite"] == "perplexity")

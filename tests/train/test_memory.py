@@ -4,12 +4,11 @@ micro-batch split (auto) against the card's memory."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from rubricrl.config import GRPOSettings
 from rubricrl.train.memory import (
-    CPU_MICRO_BATCH, FLOAT, FRACTION, head_bytes, largest_divisor, layer_floats, plan_micro_batch, saved_bytes,
-    sequence_bytes, state_bytes, step_bytes,
+    CPU_MICRO_BATCH, FLOAT, FRACTION, head_bytes, largest_divisor, layer_floats, measure_micro_step, plan_micro_batch,
+    saved_bytes, sequence_bytes, state_bytes, step_bytes,
 )
 
 TOKENS, COMPLETION = 64, 16
@@ -23,33 +22,8 @@ def _config(arch: str, layers: int, **shape):
 
 
 def _kept_for_backward(config, checkpointing: bool) -> int:
-    """Bytes autograd keeps after a forward like GRPO's (TRL's fused LM head on the completion, left padding on one
-    row), parameters left out: a micro-batch of two sequences of TOKENS, counted by saved-tensor hooks."""
-    from transformers import AutoModelForCausalLM
-    from trl.trainer.utils import add_fused_lm_head
-
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
-    add_fused_lm_head(model, outputs=("log_probs", "entropy"))
-    model.train()
-    if checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    ids = torch.randint(0, config.vocab_size, (2, TOKENS))
-    mask = torch.ones_like(ids)
-    mask[0, : TOKENS // 4] = 0
-    labels = ids.masked_fill(mask == 0, -100)
-    labels[:, :-COMPLETION] = -100
-    kept = {}
-
-    def pack(t):
-        storage = t.untyped_storage()
-        kept[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True).loss.backward()
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    return sum(n for ptr, n in kept.items() if ptr not in params)
+    """A micro-batch of two sequences of TOKENS, the last COMPLETION scored (as GRPO's)."""
+    return measure_micro_step(config, 2, TOKENS, COMPLETION, checkpointing)
 
 
 SHAPES = [
