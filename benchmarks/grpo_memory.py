@@ -5,8 +5,8 @@
 
 Each case runs in a fresh process: a random model of SmolLM2-135M's architecture (30 layers, hidden 576, MLP 1,536,
 9 heads, 3 KV heads, vocabulary 49,152; the weights do not change the memory), TRL's fused LM head as GRPO adds it,
-then one forward + backward of `micro` sequences of `tokens` (the first
-row left-padded by a quarter, the last 256 tokens the completion), with and without gradient checkpointing. Two
+then one forward + backward of `micro` sequences of `tokens` (the first row left-padded by a quarter, the last 256
+tokens the completion), with and without gradient checkpointing (rubricrl.train.memory.measure_micro_step). Two
 figures per case:
 
   kept     bytes autograd keeps for backward (saved-tensor hooks, parameters left out): exact, device-independent
@@ -15,8 +15,10 @@ figures per case:
            state's share, rubricrl.train.memory.state_bytes)
 
 beside rubricrl.train.memory's `saved_bytes` and `step_bytes` (the figure the one-GPU profile's `auto`
-micro-batch is sized with; the head scores the completion only, as rubricrl.train.trl_patches makes it on the CPU), and the micro-batch the plan picks for 256 completions on an H200 (140 GB free) and an
-H100 (79 GB). Measured on the CPU: the same tensors a GPU keeps (sdpa, fp32), so the GPU's peak is not measured here.
+micro-batch is sized with; the head scores the completion only, as rubricrl.train.trl_patches makes it on the CPU),
+then the micro-batch the plan picks for the one-GPU profile's step (256 completions of the longest train prompt, 904
+tokens, + 128) on an H200 (140 GB free) and an H100 (79 GB). Measured on the CPU: the tensors a GPU keeps too (sdpa,
+fp32); the GPU's own peak is not measured here.
 """
 
 from __future__ import annotations
@@ -93,6 +95,10 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--micro", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--tokens", type=int, default=480 + COMPLETION)
+    # the one-GPU profile's sequences: the longest train prompt (904 tokens of SmolLM2's tokenizer, the embedded
+    # data's 800 train tasks) + grpo.max_completion_length 128, the completion scored
+    ap.add_argument("--plan-tokens", type=int, default=904 + 128)
+    ap.add_argument("--plan-scored", type=int, default=128)
     ap.add_argument("--one", nargs=3, help=argparse.SUPPRESS)  # micro tokens checkpointing: the child process
     args = ap.parse_args(argv)
     if args.one:
@@ -122,10 +128,10 @@ def main(argv: list[str]) -> int:
     cards = []
     for card, free in (("H200", 140 * 10**9), ("H100", 79 * 10**9)):
         for checkpointing in (False, True):
-            p = plan_micro_batch(256, free, config, args.tokens, COMPLETION, checkpointing, n_params, True)
+            p = plan_micro_batch(256, free, config, args.plan_tokens, args.plan_scored, checkpointing, n_params, True)
             cards.append([card, "on" if checkpointing else "off", p.micro_batch, p.grad_accum, p.sequence_mib,
                           p.step_mib])
-    print("\nThe plan for 256 completions a step:\n")
+    print(f"\nThe plan for 256 completions a step of {args.plan_tokens} tokens ({args.plan_scored} scored):\n")
     print(table(["card (free)", "checkpointing", "micro-batch", "grad_accum", "MiB a sequence", "MiB a micro-step"],
                 cards, digits=1))
     return 0

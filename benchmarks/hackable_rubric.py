@@ -45,7 +45,8 @@ MONITOR = {"monitor/reward": "monitor_reward", "monitor/field_accuracy": "field_
            "monitor/null_for_present_rate": "null_for_present_rate"}  # log key -> summary column
 # --smoke: the tiny random model's settings (tests/train_helpers.tiny_settings); the generated prompts are long in
 # the tiny tokenizer, hence max_prompt_length.
-SMOKE = {"num_generations": 2, "per_device_batch_size": 2, "grad_accum": 1, "max_completion_length": 8,
+SMOKE = {"num_generations": 2, "per_device_batch_size": 2, "grad_accum": 1, "step_completions": None,
+         "max_completion_length": 8,
          "max_prompt_length": 4096, "save_steps": 1, "learning_rate": 1e-3, "device": "cpu", "precision": "fp32",
          "accelerate_config": None, "deepspeed": None, "use_vllm": False, "lora": None,
          "monitor": {"n_tasks": 2, "max_new_tokens": 8, "batch_size": 2}}

@@ -39,6 +39,16 @@ def _gen_batch(value: int | str) -> int | str:
 # (the field's default) elsewhere (rubricrl.inference.batching).
 GenBatch = Annotated[Union[int, str], AfterValidator(_gen_batch)]
 
+
+def _count_or_auto(value: int | str) -> int | str:
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value
+    raise ValueError(f"an integer >= 1 or 'auto', got {value!r}")
+
+
+# GRPO's micro-batch and accumulation: a number, or "auto": the step's split sized to the card (rubricrl.train.memory)
+AutoCount = Annotated[Union[int, str], AfterValidator(_count_or_auto)]
+
 DEFAULT_PARAMS = "params.yaml"
 OVERLAY_ENV = "RUBRICRL_PARAMS_OVERLAY"  # overlay files read on top of params.yaml by every stage (os.pathsep list)
 Section = Strict
@@ -187,9 +197,9 @@ class GRPOSettings(CommonSettings):
     save_steps: int = Field(2, ge=1)  # a checkpoint every this many steps (and at the end)
     save_total_limit: int | None = Field(3, ge=1)  # newest checkpoints kept; the last good one is always kept too
     # completions per device per micro-step; auto: the largest divisor of step_completions whose activations fit the
-    # card's free memory (rubricrl.train.memory), off a GPU the CPU default's 4
-    per_device_batch_size: GenBatch = 4
-    grad_accum: GenBatch = 2  # micro-steps per optimizer step (one generation round per step); auto: the step's rest
+    # card's free memory (rubricrl.train.memory), off a GPU the largest divisor up to the CPU default's 4
+    per_device_batch_size: AutoCount = 4
+    grad_accum: AutoCount = 2  # micro-steps per optimizer step (one generation round per step); auto: the step's rest
     # completions per device per optimizer step (one generate call); null: per_device_batch_size x grad_accum. Set, it
     # fixes the step whatever the micro-batch: both above auto, or numbers whose product it is.
     step_completions: int | None = Field(None, ge=1)

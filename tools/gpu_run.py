@@ -364,7 +364,7 @@ def summary(out: Path, timings: dict, failed: str | None, dry: bool, peaks: dict
     lines = [f"# One-GPU profile{' (CPU dry mode)' if dry else ''}", "",
              f"Stages: {len(timings)} run{'; failed: ' + failed if failed else ', all passed'}; wall "
              f"{sum(timings.values()):.0f} s.", "",
-             table(["stage", "wall s", "tokens/s", "peak GPU MiB (nvidia-smi)", "peak RSS MiB"],
+             table(["stage", "wall s", "tokens/s", "peak GPU MiB (nvidia-smi)", "peak RSS MiB (its processes, summed)"],
                    [[k, v, speed.get(k, ""), (peaks or {}).get(k) or "n/a", (rss or {}).get(k) or "n/a"]
                     for k, v in timings.items()])]
     ev = m("eval")

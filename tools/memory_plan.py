@@ -81,6 +81,9 @@ def plan(root: Path = ROOT) -> list[Row]:
     shape, sshape = PRODUCTION_MODELS[policy], PRODUCTION_MODELS[student]
     share = n if zero == 3 else 1
     sft, grpo, d = params.sft, params.grpo, params.distill
+    if grpo.per_device_batch_size == "auto":
+        raise SystemExit("memory_plan: configs/production.yaml's grpo.per_device_batch_size is auto (sized on the card "
+                         "at run time); the plan sizes a given micro-batch: set a number")
     rows = [
         Row("sft", f"{policy.split('/')[-1]} full fine-tune, ZeRO-{zero} over {n}", n,
             P * FULL_FT / share / GB + _activations(shape, sft.per_device_batch_size, sft.max_length,

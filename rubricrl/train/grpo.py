@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import shutil
 import time
 from dataclasses import dataclass, replace
@@ -27,7 +28,7 @@ from rubricrl.train.checkpoints import (
 )
 from rubricrl.train.data import grpo_rows, token_count
 from rubricrl.train.general import GENERAL_PREFIX
-from rubricrl.train.memory import MicroBatchPlan, peak_memory_mib, plan_micro_batch
+from rubricrl.train.memory import FRACTION, MIB, MicroBatchPlan, peak_memory_mib, plan_micro_batch, step_bytes
 from rubricrl.train.mlflow_log import MLflowMetricsCallback, active_mlflow
 from rubricrl.train.monitor import HackMonitor
 from rubricrl.train.nets import armed_nets
@@ -38,7 +39,9 @@ from rubricrl.config import GRPOSettings
 from rubricrl.train.shared_prefill import rollout_stats, share_prefill
 from rubricrl.train.trainer_args import grpo_config, peft_config
 
+log = logging.getLogger(__name__)
 STATE_FILE = "grpo_state.json"
+VLLM_COLOCATE_SHARE = 0.3  # TRL's vllm_gpu_memory_utilization (its default, which grpo_config keeps)
 RESULT_FILE = "train_result.json"
 
 
@@ -75,8 +78,6 @@ def process_state(settings: GRPOSettings):
     backend, device and DeepSpeed flag; the trainer then reuses the process group), so that a caller can
     coordinate the ranks (is_main_process, wait_for_everyone) before training. Checks the batch sizes
     against the real number of processes too (an auto micro-batch as the CPU default's: the step is the same)."""
-    if settings.per_device_batch_size == "auto":
-        settings = settings.split(plan_micro_batch(settings.step_completions).micro_batch)
     return grpo_config(settings, Path("."), settings.beta, [1.0]).distributed_state
 
 
@@ -98,7 +99,9 @@ def micro_batch_plan(settings: GRPOSettings, model_dir: Path, rows: list[dict], 
     with torch.device("meta"):
         n_params = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
     tokens = max(token_count(tokenizer, r["prompt"], True) for r in rows) + s.max_completion_length
-    free, _ = torch.cuda.mem_get_info(state.device)
+    free, total = torch.cuda.mem_get_info(state.device)
+    if s.use_vllm and s.vllm_mode == "colocate":  # vLLM takes its share of the card after this look
+        free -= int(VLLM_COLOCATE_SHARE * total)
     plan = plan_micro_batch(s.step_completions, free, config, tokens, s.max_completion_length, s.gradient_checkpointing,
                             n_params, s.beta > 0)
     if state.num_processes > 1:
@@ -107,7 +110,13 @@ def micro_batch_plan(settings: GRPOSettings, model_dir: Path, rows: list[dict], 
         smallest = torch.tensor([plan.micro_batch], device=state.device)
         dist.all_reduce(smallest, op=dist.ReduceOp.MIN)
         micro = int(smallest.item())
-        plan = replace(plan, micro_batch=micro, grad_accum=plan.step_completions // micro)
+        plan = replace(plan, micro_batch=micro, grad_accum=plan.step_completions // micro, step_mib=round(
+            step_bytes(config, micro, tokens, s.max_completion_length, s.gradient_checkpointing) / MIB, 1))
+    if not plan.fits:
+        log.warning("grpo: even one sequence of %d tokens (%.0f MiB a micro-step) does not fit %.0f%% of the card's "
+                    "%.0f MiB free beside %.0f MiB of weights and optimizer: training goes on at 1 a micro-step; set "
+                    "grpo.gradient_checkpointing or shorten grpo.max_completion_length", tokens, plan.step_mib,
+                    100 * FRACTION, plan.free_mib, plan.state_mib)
     return plan
 
 

@@ -102,8 +102,9 @@ class MicroBatchPlan:
     sequence_mib: float | None = None  # sequence_bytes of one such sequence
     step_mib: float | None = None  # step_bytes of the chosen micro-batch
     state_mib: float | None = None  # policy + optimizer + reference
-    free_mib: float | None = None  # the card's free memory before the trainer loaded anything
+    free_mib: float | None = None  # the card's free memory before the trainer loaded anything (less vLLM's share)
     checkpointing: bool = False
+    fits: bool = True  # False: not even one sequence fits the estimate (the micro-batch is 1 anyway)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -127,7 +128,7 @@ def plan_micro_batch(step_completions: int, free_bytes: int | None = None, confi
     return MicroBatchPlan(micro, step_completions // micro, step_completions, "card", tokens,
                           round(sequence_bytes(config, tokens, checkpointing) / MIB, 1),
                           round(step_bytes(config, micro, tokens, scored, checkpointing) / MIB, 1),
-                          round(state / MIB, 1), round(free_bytes / MIB, 1), checkpointing)
+                          round(state / MIB, 1), round(free_bytes / MIB, 1), checkpointing, bool(fits))
 
 
 def peak_memory_mib() -> dict:

@@ -91,11 +91,13 @@ def memory_line(memory: dict) -> str:
             f"completions a step ({plan['sized']}")
     if plan["sized"] == "card":
         line += (f": {plan['sequence_mib']:,.0f} MiB a sequence of {plan['sequence_tokens']} tokens, "
-                 f"{plan['free_mib']:,.0f} MiB free, {plan['state_mib']:,.0f} MiB of weights and optimizer")
+                 f"{plan['free_mib']:,.0f} MiB free, {plan['state_mib']:,.0f} MiB of weights and optimizer"
+                 + ("" if plan.get("fits", True) else "; not even one sequence fits the estimate"))
     line += (f"{', gradient checkpointing' if plan.get('checkpointing') else ''}); peak memory: "
              f"{peak.get('rss_mib', 'n/a')} MiB resident")
     if peak.get("gpu_allocated_mib") is not None:
-        line += f", {peak['gpu_allocated_mib']:,.0f} MiB allocated on the GPU ({peak['gpu_reserved_mib']:,.0f} reserved)"
+        line += (f", {peak['gpu_allocated_mib']:,.0f} MiB allocated on the GPU "
+                 f"({peak['gpu_reserved_mib']:,.0f} reserved)")
     return line
 
 
@@ -113,8 +115,9 @@ def training_markdown(result: dict, title: str = "GRPO training report", figures
         lines.append(f"- {memory_line(result['memory'])}")
     if result.get("rollouts"):
         r = result["rollouts"]
+        speed = f"{r['tokens_per_s']:.1f} tokens/s" if r.get("tokens_per_s") is not None else "tokens/s n/a"
         lines.append(f"- rollouts: {r['sequences']} completions, {r['new_tokens']} tokens in {r['seconds']:.1f} s "
-                     f"({r['tokens_per_s']} tokens/s, transformers generate, one call a step)")
+                     f"({speed}, transformers generate, one call a step)")
     trend = reward_trend(result.get("log_history", []))
     if trend:
         k = trend_window(result.get("log_history", []))

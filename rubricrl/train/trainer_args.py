@@ -74,8 +74,14 @@ def peft_config(lora: LoRASettings | None):
 
 
 def grpo_config(s: GRPOSettings, output_dir: Path, beta: float, reward_weights: list[float]):
+    """TRL's GRPOConfig for these settings. An `auto` micro-batch still unplanned (train_grpo plans it on the card
+    first) is the CPU default's split of the step: the same step, for the process state and dry checks."""
     from trl import GRPOConfig
 
+    from rubricrl.train.memory import plan_micro_batch
+
+    if s.per_device_batch_size == "auto":
+        s = s.split(plan_micro_batch(s.step_completions).micro_batch)
     extra = {}
     if s.use_vllm:
         extra = {"vllm_mode": s.vllm_mode, "vllm_max_model_length": s.max_prompt_length + s.max_completion_length}

@@ -59,16 +59,18 @@ def test_checkpointing_keeps_a_hidden_vector_a_token_a_layer():
 SMOL = dict(hidden_size=576, intermediate_size=1536, num_attention_heads=9, num_key_value_heads=3, vocab_size=49152)
 
 
-def test_the_plan_on_an_h200_picks_64_of_256_and_128_would_not_fit():
-    """SmolLM2 at 480 + 256 tokens on an H200's ~140 GB: 64 a micro-batch (the one-GPU profile's old fixed number);
-    128, which ran out of memory there (issue 35), needs more than the card has."""
+def test_the_plan_on_an_h200_picks_32_of_256_and_128_would_not_fit():
+    """The one-GPU profile on an H200's ~140 GB: SmolLM2, the longest train prompt (904 tokens) + 128 completion
+    tokens, 256 completions a step: 32 a micro-batch; 128, which ran out of memory there (issue 35), needs more than
+    the card has; with gradient checkpointing the whole step fits."""
     config = _config("llama", 30, **SMOL)
-    free, n = 140 * 10**9, 134_515_008
-    plan = plan_micro_batch(256, free, config, 736, 256, False, n, True)
-    assert (plan.micro_batch, plan.grad_accum, plan.sized) == (64, 4, "card")
-    assert step_bytes(config, 128, 736, 256, False) > free
-    assert step_bytes(config, 64, 736, 256, False) + state_bytes(n, True) <= free * FRACTION
-    checkpointed = plan_micro_batch(256, free, config, 736, 256, True, n, True)
+    free, n, tokens = 140 * 10**9, 134_515_008, 904 + 128
+    plan = plan_micro_batch(256, free, config, tokens, 128, False, n, True)
+    assert (plan.micro_batch, plan.grad_accum, plan.sized, plan.fits) == (32, 8, "card", True)
+    assert step_bytes(config, 128, tokens, 128, False) > free
+    assert step_bytes(config, 32, tokens, 128, False) + state_bytes(n, True) <= free * FRACTION
+    assert step_bytes(config, 64, tokens, 128, False) + state_bytes(n, True) > free * FRACTION
+    checkpointed = plan_micro_batch(256, free, config, tokens, 128, True, n, True)
     assert checkpointed.micro_batch == 256 and checkpointed.grad_accum == 1
 
 
@@ -80,11 +82,12 @@ def test_the_head_holds_tiles_up_to_4096_positions():
 
 def test_a_smaller_card_gets_a_smaller_divisor_and_no_room_gets_one():
     config = _config("llama", 30, **SMOL)
-    n = 134_515_008
-    h100 = plan_micro_batch(256, 79 * 10**9, config, 736, 256, False, n, True)
-    assert h100.micro_batch == 32 and h100.micro_batch * h100.grad_accum == 256
-    assert plan_micro_batch(24, 79 * 10**9, config, 736, 256, False, n, True).micro_batch == 24
-    assert plan_micro_batch(256, 4 * 10**9, config, 736, 256, False, n, True).micro_batch == 1
+    n, tokens = 134_515_008, 904 + 128
+    h100 = plan_micro_batch(256, 79 * 10**9, config, tokens, 128, False, n, True)
+    assert h100.micro_batch == 16 and h100.micro_batch * h100.grad_accum == 256
+    assert plan_micro_batch(24, 79 * 10**9, config, tokens, 128, False, n, True).micro_batch == 24  # a divisor 256 lacks
+    tight = plan_micro_batch(256, 4 * 10**9, config, tokens, 128, False, n, True)
+    assert tight.micro_batch == 1 and not tight.fits  # nothing fits: 1, and the plan says so
 
 
 def test_off_a_gpu_auto_is_the_cpu_default():
@@ -104,7 +107,8 @@ def test_grpo_settings_refuse_a_split_that_does_not_add_up():
                       ({"per_device_batch_size": 4, "grad_accum": 2, "step_completions": 16}, "make them agree"),
                       ({"per_device_batch_size": "auto", "grad_accum": "auto", "step_completions": 10},
                        "not a multiple of num_generations=4"),
-                      ({"per_device_batch_size": 0}, "integer >= 1 or 'auto'")]:
+                      ({"per_device_batch_size": 0}, "an integer >= 1 or 'auto', got 0"),
+                      ({"grad_accum": "many"}, "an integer >= 1 or 'auto', got 'many'")]:
         with pytest.raises(ValueError, match=said):
             GRPOSettings(**bad)
 
