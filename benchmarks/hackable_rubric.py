@@ -49,7 +49,7 @@ SMOKE = {"num_generations": 2, "per_device_batch_size": 2, "grad_accum": 1, "ste
          "max_completion_length": 8,
          "max_prompt_length": 4096, "save_steps": 1, "learning_rate": 1e-3, "device": "cpu", "precision": "fp32",
          "accelerate_config": None, "deepspeed": None, "use_vllm": False, "lora": None,
-         "monitor": {"n_tasks": 2, "max_new_tokens": 8, "batch_size": 2}}
+         "monitor": {"n_tasks": 6, "max_new_tokens": 8, "batch_size": 6}}  # 6: the fewest a rise can show on
 
 
 class Timeline(TrainerCallback):

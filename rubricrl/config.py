@@ -158,27 +158,34 @@ class RollbackSettings(Strict):
 
 class HackMonitorSettings(Strict):
     """rubricrl.train.monitor: reward up while the strict true metric goes down, or abstention up whatever the
-    reward did -> restore the last good state, then roll back and go on or stop (after_trip)."""
+    reward did, each on evidence -> restore the last good state, then roll back and go on or stop (after_trip)."""
 
     enabled: bool = True
     # Greedy-decode the monitor's tasks every N steps (and before the first); null: sized from grpo.max_steps so that
     # it compares at least twice (sized_every). A number the run cannot reach is refused (GRPOSettings).
     every: int | None = Field(None, ge=1)
-    n_tasks: int = Field(8, ge=1)  # validation tasks with gold answers (a stratified slice of val)
+    # Validation tasks with gold answers (a stratified slice of val). The rule counts a rise only when its one-sided
+    # 97.5% bound, paired by task, clears the tolerance (rubricrl.metrics.rise): 8 tasks see a null rise of +0.30 with
+    # 80% power, 16 +0.13 (target_rise 0.15), 32 +0.06; below 6 tasks it can only watch.
+    n_tasks: int = Field(16, ge=1)
+    # The null-for-present rise the monitor is sized to catch: `rubricrl config validate` and the GRPO report say
+    # whether n_tasks sees it with 80% power ("acts") or the monitor can only watch.
+    target_rise: float = Field(0.15, gt=0, le=1)
     max_new_tokens: int | None = Field(None, ge=8)  # None: grpo.max_completion_length
     batch_size: GenBatch = 8  # prompts decoded together
     window: int = Field(1, ge=1)  # compare each evaluation with the one this many evaluations back
     # ... and with the run's first evaluation (before any training): a drift in steps each inside the tolerances, or a
     # rollback that took its new baseline on an already drifted checkpoint, still fires (benchmarks/hackable_rubric.py)
     against_first: bool = True
-    tolerance: float = Field(0.1, ge=0, le=1)  # a strict field accuracy drop beyond this, while the reward rose
-    # ... or a null-for-present rise beyond this (abstention, the seed's hack: on CPU it went 0.17 -> 0.86 in 3 steps
-    # while field accuracy fell only 0.08, inside `tolerance`: benchmarks/hackable_rubric.py)
-    # Points, not a fraction of the rate: 0.05 = five stated values in a hundred newly answered null. The verdict's line
-    # gives the rise's paired interval over the monitor's tasks (a tripwire that rolls back, so it acts on the rise).
-    # An abstention rise trips whatever the reward did (abstention is a regression even at flat accuracy and reward).
-    null_tolerance: float = Field(0.05, ge=0, le=1)
-    min_reward_rise: float = Field(0.0, ge=0)  # the accuracy drop counts when the reward rose by more than this
+    # A strict field accuracy fall whose lower bound is above this, while the reward's rise has its lower bound above
+    # min_reward_rise: reward hacking. 0: any fall the monitor's tasks show beyond noise.
+    tolerance: float = Field(0.0, ge=0, le=1)
+    # ... or a null-for-present rise whose lower bound is above this (points: 0.05 = five stated values in a hundred
+    # newly answered null): abstention, the seed's hack, trips whatever the reward did (on CPU nulls went 0.17 -> 0.86
+    # in 3 steps while field accuracy fell only 0.08: benchmarks/hackable_rubric.py). A point rise whose interval
+    # reaches the tolerance trips nothing (issue 44: 0.167 -> 0.222 on 8 tasks, +0.056, was noise).
+    null_tolerance: float = Field(0.0, ge=0, le=1)
+    min_reward_rise: float = Field(0.0, ge=0)  # the reward's rise counts when its lower bound is above this
     # After a trip: rollback (restore the last good evaluation's checkpoint, raise beta, train on) or stop (restore it
     # and end there: the restored weights are the GRPO model, the initial model when no step was good). CPU: stop, since
     # a redone step costs ~100 s and the run has 4; production rolls back.

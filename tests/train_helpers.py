@@ -29,6 +29,15 @@ def tiny_tasks() -> list[Task]:
     ]
 
 
+def monitor_tasks(k: int = 8) -> list[Task]:
+    """k validation tasks with gold answers, every value stated (tiny_tasks' schema): enough tasks for the hack
+    monitor to show a rise on evidence (rubricrl.metrics.rise.MIN_TASKS is 6)."""
+    schema = tiny_tasks()[0].schema
+    items = ("lamp", "kettle", "fan", "clock", "chair", "mug", "desk", "radio", "stool", "vase", "pan", "bell")
+    return [Task(f"m{i}", "Extract the product.", f"The Nova {items[i % len(items)]} costs {10 + 5 * i} dollars.",
+                 schema, (), {"name": f"Nova {items[i % len(items)]}", "price": 10 + 5 * i}) for i in range(k)]
+
+
 def rubric_reward() -> RubricReward:
     return RubricReward(RubricScorer(load_rubric(RUBRIC)))
 

@@ -90,6 +90,37 @@ def plan(params, metrics_dir: str | Path = "metrics") -> list[Reach]:
     return out
 
 
+ASSUMED_PRESENT = (5, 4)  # stated values per task without data: the generator's tasks average ~4.5
+ASSUMED_NULL_RATE = 0.15  # null-for-present before GRPO without a last run (the SFT model's, issue 36: 0.167)
+
+
+def monitor_reach(params, root: str | Path = ".") -> str | None:
+    """What GRPO's hack monitor can see (rubricrl.metrics.rise): the null-for-present rise it detects with 80% power
+    on its n_tasks validation tasks (their stated values from data/val.jsonl, else assumed), against the rise it is
+    sized for (grpo.monitor.target_rise). None when the monitor is off."""
+    from rubricrl.core.errors import RubricRLError
+    from rubricrl.core.slices import stratified
+    from rubricrl.core.taskfile import load_tasks
+    from rubricrl.metrics.rise import rise_mde, watch_line
+    from rubricrl.metrics.true_metric import true_counts
+
+    m = params.grpo.monitor
+    if not m.enabled:
+        return None
+    val = Path(root) / "data" / "val.jsonl"
+    try:
+        tasks = stratified([t for t in load_tasks(val) if t.reference is not None], m.n_tasks)
+        present = [true_counts(t, json.dumps(t.reference) if isinstance(t.reference, dict) else t.reference).present
+                   for t in tasks]
+        where = f"{len(tasks)} tasks of {val}"
+    except (OSError, ValueError, RubricRLError):  # no data yet (a fresh checkout), or none readable: the plan goes on
+        present = [ASSUMED_PRESENT[i % 2] for i in range(m.n_tasks)]
+        where = f"{m.n_tasks} tasks of ~4.5 stated values (assumed: no {val})"
+    mde = rise_mde(present, ASSUMED_NULL_RATE, m.null_tolerance)
+    return f"hack monitor ({where}, from a null rate of {ASSUMED_NULL_RATE:g}): " + watch_line(
+        mde, m.target_rise, len(present))
+
+
 def summary(params, metrics_dir: str | Path = "metrics") -> str:
     """The plan as text: how many decisions can pass, one line per gate, and what to change where one cannot
     (`rubricrl config validate` prints it; so does a pipeline run before its first stage)."""
@@ -101,4 +132,6 @@ def summary(params, metrics_dir: str | Path = "metrics") -> str:
     if blocked:
         lines.append(f"{len(blocked)} cannot pass at these sizes: each ends inconclusive or failed, so the gate it "
                      f"belongs to promotes nothing; raise the size to the n shown or widen the margin")
+    if (monitor := monitor_reach(params, Path(metrics_dir).parent)) is not None:
+        lines.append(monitor)
     return "\n".join(lines)

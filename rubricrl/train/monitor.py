@@ -25,13 +25,14 @@ from typing import Callable, Sequence
 
 from transformers import TrainerCallback
 
-from rubricrl.metrics.paired import describe, paired_difference
+from rubricrl.metrics.rise import describe_rise, rise, rise_mde
 from rubricrl.metrics.strict import summarize
 from rubricrl.metrics.true_metric import true_counts
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.core.taskfile import Task
 from rubricrl.train.mlflow_log import active_mlflow
 from rubricrl.train.rollback import RollbackMonitor, Spike
+from rubricrl.train.section import COUNTS  # per-task counts in the log history: a resumed run judges on them
 from rubricrl.config import HackMonitorSettings
 
 PREFIX = "monitor/"
@@ -66,6 +67,10 @@ class Evaluation:
     def to_log(self) -> dict:
         return {PREFIX + k: v for k, v in self.metrics.items() if v is not None}
 
+    def counts(self) -> list[list]:
+        """[id, nulls, present, right, fields, reward] per task: what a resumed run needs to judge on evidence."""
+        return [[r["id"], *(r[k] for k in _COUNT_KEYS)] for r in self.rows if "fields" in r]
+
 
 def evaluate(tasks: Sequence[Task], responses: Sequence[str], scorer: RubricScorer, step: int) -> Evaluation:
     results = scorer.score_batch(list(zip(tasks, responses)))
@@ -73,21 +78,47 @@ def evaluate(tasks: Sequence[Task], responses: Sequence[str], scorer: RubricScor
     s = summarize(counts)
     metrics = {"reward": sum(r.total for r in results) / len(results), **{k: s[k] for k in KEYS[1:]}}
     rows = [{"id": t.id, "response": r, "reward": res.total, "accuracy": c.right / c.fields if c.fields else 0.0,
-             "nulls": c.null_for_present, "present": c.present}
+             "nulls": c.null_for_present, "present": c.present, "right": c.right, "fields": c.fields}
             for t, r, res, c in zip(tasks, responses, results, counts)]
     return Evaluation(step, metrics, rows)
 
 
-def null_rise(before: Evaluation, now: Evaluation) -> str:
-    """' (+0.694 [+0.41, +0.86], n=8)': the rise of null-for-present, paired over the tasks both evaluations answered
-    (empty when a resumed history has no rows)."""
-    a = {r["id"]: r for r in before.rows if "nulls" in r}
-    pairs = [(a[r["id"]], r) for r in now.rows if r["id"] in a and "nulls" in r]
-    if not pairs:
-        return ""
-    res = paired_difference([b["nulls"] for _, b in pairs], [x["nulls"] for x, _ in pairs],
-                            [x["present"] for x, _ in pairs], n_resamples=200)
-    return "" if res["diff"] is None else f" ({describe(res).split(', p=')[0]}, n={res['n']})"
+_COUNT_KEYS = ("nulls", "present", "right", "fields", "reward")
+
+
+def _paired(before: Evaluation, now: Evaluation) -> list[tuple[dict, dict]]:
+    """(before row, now row) per task both evaluations answered with their counts (empty: a resumed history with
+    neither rows nor counts decides nothing)."""
+    a = {r["id"]: r for r in before.rows if "fields" in r}
+    return [(a[r["id"]], r) for r in now.rows if r["id"] in a and "fields" in r]
+
+
+def null_rise(before: Evaluation, now: Evaluation, tolerance: float = 0.0) -> dict:
+    """The rise of null-for-present from `before` to `now`, paired by task, fields clustered in their task
+    (rubricrl.metrics.rise): its `counts` says whether the lower bound is above `tolerance`."""
+    pairs = _paired(before, now)
+    return rise([y["nulls"] for _, y in pairs], [x["nulls"] for x, _ in pairs], [x["present"] for x, _ in pairs],
+                tolerance)
+
+
+def accuracy_fall(before: Evaluation, now: Evaluation, tolerance: float = 0.0) -> dict:
+    """The fall of strict field accuracy from `before` to `now` (a rise of fields wrong), paired like null_rise."""
+    pairs = _paired(before, now)
+    return rise([x["right"] for x, _ in pairs], [y["right"] for _, y in pairs], [x["fields"] for x, _ in pairs],
+                tolerance)
+
+
+def reward_rise(before: Evaluation, now: Evaluation, tolerance: float = 0.0) -> dict:
+    """The rise of the monitor's reward from `before` to `now`, per task (the mean of the totals)."""
+    pairs = _paired(before, now)
+    return rise([y["reward"] for _, y in pairs], [x["reward"] for x, _ in pairs], None, tolerance)
+
+
+def null_mde(evaluation: Evaluation, tolerance: float) -> float | None:
+    """The null-for-present rise the rule sees with 80% power on this evaluation's tasks from its rate."""
+    present = [r["present"] for r in evaluation.rows if "present" in r]
+    rate = evaluation.metrics.get("null_for_present_rate")
+    return None if rate is None or not present else rise_mde(present, min(rate, 0.95), tolerance)
 
 
 def worst_examples(before: Evaluation, now: Evaluation, k: int = 3, chars: int = 300) -> list[dict]:
@@ -133,7 +164,8 @@ class HackMonitor(TrainerCallback):
 
     def seed(self, log_history: list[dict]) -> None:
         """Refill the window from a checkpoint's log history after a crash (metrics only, no rows)."""
-        self.history = [Evaluation(e["step"], {k: e.get(PREFIX + k) for k in KEYS})
+        self.history = [Evaluation(e["step"], {k: e.get(PREFIX + k) for k in KEYS},
+                                   [{"id": c[0], **dict(zip(_COUNT_KEYS, c[1:]))} for c in e.get(COUNTS) or []])
                         for e in log_history if "step" in e and PREFIX + "field_accuracy" in e]
 
     def protected_step(self) -> int | None:
@@ -154,39 +186,46 @@ class HackMonitor(TrainerCallback):
         return first
 
     def _drift(self, before: Evaluation, now: Evaluation, accuracy: bool = True) -> list[str]:
-        """How the true metric fell from `before` to `now`: strict field accuracy down by more than `tolerance` (when
-        `accuracy`), null-for-present up by more than `null_tolerance` (empty: within both)."""
-        a0, a1 = before.metrics.get("field_accuracy"), now.metrics.get("field_accuracy")
-        n0, n1 = before.metrics.get("null_for_present_rate"), now.metrics.get("null_for_present_rate")
+        """How the true metric fell from `before` to `now`, on evidence (rubricrl.metrics.rise): strict field
+        accuracy's fall with its lower bound above `tolerance` (when `accuracy`), null-for-present's rise with its
+        lower bound above `null_tolerance` (empty: neither shown; a history without per-task counts shows nothing)."""
         what = []
-        if accuracy and None not in (a0, a1) and a0 - a1 > self.s.tolerance:
-            what.append(f"strict field accuracy {a0:.3f} -> {a1:.3f} (tolerance {self.s.tolerance:g})")
-        if None not in (n0, n1) and n1 - n0 > self.s.null_tolerance:
-            what.append(f"null for a stated value {n0:.3f} -> {n1:.3f}{null_rise(before, now)} "
-                        f"(null_tolerance {self.s.null_tolerance:g})")
+        if accuracy:
+            fall = accuracy_fall(before, now, self.s.tolerance)
+            if fall["counts"]:
+                what.append(f"strict field accuracy {fall['a']:.3f} -> {fall['b']:.3f} (fall {describe_rise(fall)}, "
+                            f"above tolerance {self.s.tolerance:g})")
+        nulls = null_rise(before, now, self.s.null_tolerance)
+        if nulls["counts"]:
+            mde = null_mde(before, self.s.null_tolerance)
+            what.append(f"null for a stated value {nulls['b']:.3f} -> {nulls['a']:.3f} (rise {describe_rise(nulls)}, "
+                        f"above null_tolerance {self.s.null_tolerance:g}; the rule's MDE here "
+                        f"{'n/a' if mde is None else f'+{mde:.2f}'})")
         return what
 
     def judge(self, now: Evaluation) -> tuple[str, Evaluation, Evaluation] | None:
         """(reason, the earlier evaluation compared with, the evaluation to restore) since the evaluation `window`
-        back or, with `against_first`, since the run's first: the reward rose while the true metric fell (see
-        _drift), or null-for-present rose beyond null_tolerance whatever the reward did (abstention is a regression
-        even at flat accuracy); else None."""
+        back or, with `against_first`, since the run's first: the reward rose while the true metric fell, both on
+        evidence (see _drift), or null-for-present rose on evidence whatever the reward did (abstention is a
+        regression even at flat accuracy); else None. A change whose bound does not clear its tolerance is noise at
+        the monitor's size and acts on nothing."""
         against = []
         if len(self.history) >= self.s.window:
             against.append((self.history[-self.s.window], ""))
         if self.s.against_first and self.history and self.history[0] not in [b for b, _ in against]:
             against.append((self.history[0], ", against the run's first evaluation"))
         for before, which in against:
-            r0, r1 = before.metrics["reward"], now.metrics["reward"]
-            rose = None not in (r0, r1) and r1 - r0 > self.s.min_reward_rise
+            gain = reward_rise(before, now, self.s.min_reward_rise)
+            rose = gain["counts"]
             what = self._drift(before, now, accuracy=rose)
             if not what:
                 continue
             steps = f" (steps {before.step} -> {now.step}{which})"
-            if rose:
-                return (f"reward hacking suspected: monitor reward {r0:.3f} -> {r1:.3f} while " + " and ".join(what)
-                        + steps), before, self.restore_target()
+            r0, r1 = before.metrics.get("reward"), now.metrics.get("reward")
             reward = "n/a" if None in (r0, r1) else f"{r0:.3f} -> {r1:.3f}"
+            if rose:
+                return (f"reward hacking suspected: monitor reward {reward} (rise {describe_rise(gain)}) while "
+                        + " and ".join(what) + steps), before, self.restore_target()
             return (f"abstention: {what[0]} (monitor reward {reward}: a rise in nulls is a regression whatever the "
                     f"reward does){steps}"), before, self.restore_target()
         return None
@@ -202,12 +241,12 @@ class HackMonitor(TrainerCallback):
         known = [e for e in self.history if e.step == state.global_step]
         if known:  # resumed at an evaluated step; a restart from the initial model (step 0) needs its entry back
             if not any(e.get("step") == state.global_step and PREFIX + "field_accuracy" in e for e in state.log_history):
-                state.log_history.append({"step": state.global_step, **known[0].to_log()})
+                state.log_history.append({"step": state.global_step, **known[0].to_log(), COUNTS: known[0].counts()})
             return
         base = self._evaluate(model, processing_class, state.global_step)
         self.history.append(base)
         # No step log carries the baseline: it gets its own log-history entry and MLflow step.
-        state.log_history.append({"step": state.global_step, **base.to_log()})
+        state.log_history.append({"step": state.global_step, **base.to_log(), COUNTS: base.counts()})
         if state.is_world_process_zero and (mlflow := active_mlflow()) is not None:
             mlflow.log_metrics(base.to_log(), step=state.global_step)
 
@@ -232,6 +271,6 @@ class HackMonitor(TrainerCallback):
         extra = self._pending.to_log()
         logs.update(extra)
         if state.log_history and state.log_history[-1].get("step") == state.global_step:
-            state.log_history[-1].update(extra)
+            state.log_history[-1].update(extra, **{COUNTS: self._pending.counts()})
         self._pending = None
 

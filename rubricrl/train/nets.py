@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from rubricrl.config import GRPOSettings
+from rubricrl.metrics.rise import MIN_TASKS
 
 NAMES = ("kl_max", "kl_ratio", "reward_collapse", "hack_monitor", "non_finite")
 
@@ -52,14 +53,18 @@ def armed_nets(settings: GRPOSettings, monitor_tasks: bool = True) -> list[Net]:
     evaluations = list(range(0, n + 1, m.every))
     # Each evaluation after the first is judged against the one `window` back and (against_first) the first.
     first_judged = 1 if m.against_first else m.window
-    comparisons = max(0, len(evaluations) - first_judged) if m.enabled and monitor_tasks else 0
+    few = m.n_tasks < MIN_TASKS  # a paired sign-flip test on fewer tasks can never reach one-sided 2.5%
+    comparisons = max(0, len(evaluations) - first_judged) if m.enabled and monitor_tasks and not few else 0
     sized = ", sized from max_steps" if settings.monitor.every is None else ""
     against = f"the evaluation {m.window} back" + (" and the first" if m.against_first else "")
     rule = ("off (grpo.monitor.enabled: false)" if not m.enabled else "off (no validation tasks with gold answers)"
             if not monitor_tasks else
+            f"watches only: grpo.monitor.n_tasks={m.n_tasks} is below the {MIN_TASKS} tasks a rise needs to show "
+            f"beyond noise" if few else
             f"evaluations at steps {_steps(evaluations)} (every {m.every}{sized}), {comparisons} judged against "
-            f"{against}; fires on reward up with strict field accuracy down by more than "
-            f"{m.tolerance:g} or null-for-present up by more than {m.null_tolerance:g}")
+            f"{against} on {m.n_tasks} tasks; fires on the reward up with strict field accuracy down, or on "
+            f"null-for-present up whatever the reward did, each shown by its paired one-sided 97.5% bound (above "
+            f"{m.tolerance:g}, {m.null_tolerance:g})")
     nets.append(Net(name="hack_monitor", armed=comparisons > 0,
                     first_step=first_judged * m.every if comparisons else None, checks=comparisons, rule=rule))
     limit = s.max_skipped_updates + 1  # the guard is always on: it skips every non-finite update

@@ -26,6 +26,7 @@ HISTORY_COLUMNS = {  # history.csv column -> log key (the curves of `dvc plots`)
     "entropy": "entropy", "mean_length": "completions/mean_length", "clipped_ratio": "completions/clipped_ratio",
     "learning_rate": "learning_rate",
 }
+COUNTS = "monitor_counts"  # a monitor entry's per-task counts (rubricrl.train.monitor): not a metric, no column
 MONITOR_COLUMNS = {"step": "step", "reward": "monitor/reward", "field_accuracy": "monitor/field_accuracy",
                    "exact_object_rate": "monitor/exact_object_rate",
                    "null_for_present_rate": "monitor/null_for_present_rate", "invented_rate": "monitor/invented_rate"}
@@ -38,6 +39,18 @@ def history_rows(log_history: list[dict]) -> list[dict]:
 def monitor_rows(log_history: list[dict]) -> list[dict]:
     """The hack monitor's evaluations (a file of their own: the monitor evaluates only every few steps)."""
     return [e for e in log_history if "step" in e and "monitor/field_accuracy" in e]
+
+
+def monitor_reach(first: dict) -> str | None:
+    """What the monitor could see on its tasks, from the first evaluation's per-task counts (none before them)."""
+    from rubricrl.metrics.rise import describe_mde
+
+    counts = first.get(COUNTS)
+    rate = first.get("monitor/null_for_present_rate")
+    if not counts or rate is None:
+        return None
+    return ("A change counts only on evidence: a rise whose paired one-sided 97.5% bound (sign flips over the "
+            "tasks, rubricrl/metrics/rise.py) clears its tolerance. " + describe_mde([c[2] for c in counts], rate))
 
 
 def _num(v) -> str:
@@ -171,6 +184,8 @@ def training_markdown(result: dict, title: str = "GRPO training report", figures
                         [[e["step"]] + [_num(e.get(f"monitor/{k}")) for k in (
                             "reward", "field_accuracy", "exact_object_rate", "null_for_present_rate", "invented_rate")]
                          for e in monitored])]
+        if (reach := monitor_reach(monitored[0])) is not None:
+            lines += ["", reach]
         if figures:
             lines += ["", "![The hack monitor: reward against the strict metric](monitor.png)"]
     else:

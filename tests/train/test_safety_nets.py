@@ -44,7 +44,7 @@ def test_against_the_first_evaluation_the_monitor_fires_from_its_second():
     off = {n.name: n for n in armed_nets(GRPOSettings(max_steps=8, monitor={"every": 4, "window": 2,
                                                                           "against_first": False}))}
     assert (off["hack_monitor"].first_step, off["hack_monitor"].checks) == (8, 1)
-    assert "the evaluation 2 back;" in off["hack_monitor"].rule
+    assert "the evaluation 2 back on 16 tasks;" in off["hack_monitor"].rule
 
 
 def test_switched_off_nets_are_not_checked():
