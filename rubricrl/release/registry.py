@@ -5,9 +5,9 @@
   transformers flavour and tagged with its lineage (stage, git commit, DVC md5 of its data and rubric, params
   hash, the MLflow run that trained it) and its eval numbers (strict field accuracy and reward per test part,
   the general suites, the rubric and general gates). Its per-task eval rows and its per-item general rows are
-  artifacts of the registering run, so a later promotion can pair them. The newest candidate gets the alias `challenger`. The same weights
-  registered again (a rerun where nothing changed) update the existing version instead of adding a copy (found by
-  its `model.md5` tag).
+  artifacts of the registering run, so a later promotion can pair them. The newest candidate gets the alias
+  `challenger`. The same weights registered again (a rerun where nothing changed) update the existing version
+  instead of adding a copy (found by its `model.md5` tag).
 - `promote`: `challenger` against `champion` on the same test tasks, paired by task id. `champion` moves only
   when every gate passes (rubric gate, general gate, the task gate, and exports verified once there are any).
   The general gate is non-inferiority per suite against the champion's answers to the same items (paired by item,
@@ -107,7 +107,8 @@ class Candidate:
 
     numbers: per test part {"reward_mean", "field_accuracy"}; general: {"scores": {suite: score}, "gate":
     {"passed", "failures"} (vs base), "rows": {suite: its per-item rows file}, "stamp": what they answer}, or None
-    when the candidate was not scored on the general suites (`general_note` says why); exports: the export stage's record of each artifact (kind -> {artifact, verified, size_mb, ...})."""
+    when the candidate was not scored on the general suites (`general_note` says why); exports: the export stage's
+    record of each artifact (kind -> {artifact, verified, size_mb, ...})."""
 
     name: str  # sft, grpo, student
     trained_by: str  # the stage whose MLflow run trained it (its source_run tag)
@@ -496,6 +497,10 @@ def general_gate(c, challenger, champion, params) -> Gate:
     unpaired = [s for s in rows_a if not {r["id"] for r in rows_a[s]} & {r["id"] for r in rows_b.get(s, [])}]
     if unpaired:
         return on_base(f"the {reference} has no answers to the challenger's {', '.join(unpaired)} items")
+    # perplexity pairs nats per token: only over the same tokens (another tokenizer counts other ones)
+    tokens = {r["id"]: r.get("tokens") for r in rows_b.get("perplexity", [])}
+    if any(r["id"] in tokens and r.get("tokens") != tokens[r["id"]] for r in rows_a.get("perplexity", [])):
+        return on_base(f"the {reference} tokenizes the perplexity text differently (another tokenizer)")
     paired = compare({"champion": {s: {"items": r} for s, r in rows_b.items()},
                       "challenger": {s: {"items": r} for s, r in rows_a.items()}},
                      base="champion", n_boot=params.general.n_boot)

@@ -262,6 +262,29 @@ def test_the_general_gate_falls_back_to_base_where_the_champion_has_no_rows_to_p
         "settings (rows stamp s1, the challenger's other budgets)" in general["detail"]
 
 
+def test_the_general_gate_pairs_only_rows_that_answer_the_same_items_the_same_way(monkeypatch):
+    """Without the store: a suite the champion has no answers to, or perplexity over other tokens (another
+    tokenizer), leaves the decision to the base gate; the same tokens pair."""
+    from types import SimpleNamespace
+
+    params = load_params(ROOT / "params.yaml")
+    tags = {"gate.general": "pass", registry.GENERAL_STAMP: "s1", "registering_run": "r"}
+    challenger, champion = SimpleNamespace(version="2", tags=tags), SimpleNamespace(version="1", tags=tags)
+    ppl = lambda tokens: [{"id": f"p{i}", "tokens": tokens, "nll": 2.0 + i % 3 / 10} for i in range(40)]  # noqa: E731
+    rows = {"2": {"qa": [{"id": "qa0", "score": 1.0}], "perplexity": ppl(100)}}
+    monkeypatch.setattr(registry, "_general_rows", lambda c, mv: rows[mv.version])
+    rows["1"] = {"perplexity": ppl(100)}
+    g = registry.general_gate(None, challenger, champion, params)
+    assert g.against == "base" and "has no answers to the challenger's qa items" in g.detail
+    rows["1"] = {"qa": [{"id": "qa0", "score": 1.0}], "perplexity": ppl(120)}
+    g = registry.general_gate(None, challenger, champion, params)
+    assert g.against == "base" and "tokenizes the perplexity text differently" in g.detail
+    rows["2"].pop("qa")
+    rows["1"]["perplexity"] = ppl(100)
+    g = registry.general_gate(None, challenger, champion, params)
+    assert g.against == "champion version 1" and g.detail.startswith("vs champion version 1: perplexity ")
+
+
 def test_dry_run_moves_nothing(project):
     register(project, "grpo")
     d = registry.promote(load_params(project / "params.yaml"), dry_run=True)
