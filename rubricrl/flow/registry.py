@@ -27,8 +27,9 @@ LINEAGE = (paths.DATA.train, paths.DATA.val, paths.DATA.test, paths.RUBRIC.rubri
 
 
 def candidate(root: Path, name: str) -> Candidate:
-    """A candidate's evidence from the stages' results: its numbers per part, its general suites and gate, its
-    exports (none before the export stage ran)."""
+    """A candidate's evidence from the stages' results: its numbers per part, its general suites, gate (vs base)
+    and per-item rows (a later challenger's general gate pairs them), its exports (none before the export stage
+    ran)."""
     root = Path(root)
     model_dir, trained_by = TRAINED[name]
     exports = ExportResult.read(root / paths.EXPORT.result).root.get(name) or {} \
@@ -42,7 +43,8 @@ def candidate(root: Path, name: str) -> Candidate:
                    for part, h in d.models["student after"].items()}
         general = None if d.general is None else {
             "scores": {s: r.get("score") for s, r in d.general["models"]["student"].items()},
-            "gate": d.general["gates"].get("student")}
+            "gate": d.general["gates"].get("student"), "stamp": d.general.get("stamp"),
+            "rows": {s: root / paths.DISTILL.general_rows / f"{s}.jsonl" for s in d.general["models"]["student"]}}
         return Candidate(rows=root / paths.DISTILL.responses, numbers=numbers, general=general,
                          general_note="not scored on the general suites (distill.general is false)", **common)
     e = EvalResult.read(root / paths.EVAL_TASK.result)
@@ -52,7 +54,8 @@ def candidate(root: Path, name: str) -> Candidate:
     if (root / paths.EVAL_GENERAL.result).exists():
         g = GeneralResult.read(root / paths.EVAL_GENERAL.result)
         general = {"scores": {s: r.get("score") for s, r in (g.models.get(name) or {}).items()},
-                   "gate": g.gates.get(name)}
+                   "gate": g.gates.get(name), "stamp": g.stamp,
+                   "rows": {s: root / paths.EVAL_GENERAL.rows(name) / f"{s}.jsonl" for s in g.models.get(name) or {}}}
     return Candidate(rows=root / paths.EVAL_TASK.responses(name), numbers=numbers, general=general, **common)
 
 
@@ -68,7 +71,8 @@ def register_and_promote(project: str) -> list[dict]:
     exports as versions of `<name>-gguf` / `<name>-gptq`), becomes `challenger` and is promoted through the gates.
 
     One promotion per candidate: SFT is a fallback champion when GRPO fails a gate, and the student competes
-    with the champion on the same gates."""
+    with the champion on the same gates. GRPO's general gate is against the champion's answers (SFT's, promoted
+    just before, or an earlier run's), against base only where there is no champion."""
     from rubricrl import tracking
     from rubricrl.calibrate.gate import gate_failures
     from rubricrl.config import load_params

@@ -7,8 +7,9 @@ by paired difference (rubricrl.metrics.paired: score interval and sign-flip perm
 - qa: 1 when an accepted answer appears in the reply (accuracy);
 - perplexity: minus the paragraph's summed negative log-likelihood over its token count, so the paired
   difference is base nll - model nll in nats per token (token-weighted); negative when the model got worse.
-The gate (rubricrl.metrics.decide): per suite, non-inferiority of the model against base on the paired
-difference's 95% interval with margin general.tolerance[suite]: pass when the lower bound is >= -tolerance, fail
+The gate (rubricrl.metrics.decide): per suite, non-inferiority of the model against a reference (here base; the
+registry's promotion pairs a candidate's rows with the champion's the same way, rubricrl.release.registry) on the
+paired difference's 95% interval with margin general.tolerance[suite]: pass when the lower bound is >= -tolerance, fail
 when the upper bound is below it, inconclusive when the interval straddles it; a suite where both models score
 at the floor (or ceiling) is uninformative. The model's gate fails when a suite fails, is inconclusive when
 any suite cannot tell, and passes only when every suite passes. A suite sized 0 (general.sizes) is not run.
@@ -17,6 +18,8 @@ Nothing here shares code with the rubric reward or the task metric.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 from pathlib import Path
 from typing import Callable
@@ -32,11 +35,28 @@ GENERATION = {"ifeval": ifeval, "humaneval": code, "qa": qa}
 SUITES = (*GENERATION, "perplexity")
 HEADLINE = {"ifeval": "prompt_strict", "humaneval": "pass@1", "qa": "accuracy", "perplexity": "perplexity"}
 BOUNDS = {"ifeval": (0.0, 1.0), "humaneval": (0.0, 1.0), "qa": (0.0, 1.0), "perplexity": (None, None)}
+DATA = Path(__file__).resolve().parent / "data"  # the project-written suites' items (package data)
 
 
 def active_suites(cfg) -> list[str]:
     """The suites this configuration runs (general.sizes: 0 leaves a suite out)."""
     return [s for s in SUITES if getattr(cfg.sizes, s) != 0]
+
+
+def rows_stamp(cfg) -> str:
+    """What two models' per-item rows must share to be paired item by item, also across runs (the registry pairs a
+    challenger's with a champion registered earlier): the suites' items by content, each suite's reply budget, the
+    perplexity window, the code timeout and the engine that decodes. Not the sizes: rows pair on the items both
+    answered (a fixed prefix of each suite)."""
+    from rubricrl.inference.generate import resolve_engine
+
+    h = hashlib.sha256()
+    for f in sorted(p for p in DATA.rglob("*") if p.is_file()):
+        h.update(f.relative_to(DATA).as_posix().encode() + b"\0" + hashlib.md5(f.read_bytes()).digest())
+    h.update(json.dumps({"max_new_tokens": dict(cfg.max_new_tokens), "perplexity_max_tokens": cfg.perplexity_max_tokens,
+                         "code_timeout_s": cfg.code_timeout_s, "engine": resolve_engine(cfg.engine)},
+                        sort_keys=True).encode())
+    return h.hexdigest()[:16]
 
 
 def evaluate(model_dir: str | Path, cfg, desc: str = "", model_and_tokenizer=None,
@@ -189,7 +209,11 @@ def markdown(results: dict[str, dict], paired: list[dict], gates: dict[str, dict
                    [[r["model"], r["suite"], (decisions.get((r["model"], r["suite"])) or {}).get("outcome", "-"),
                      (decisions.get((r["model"], r["suite"])) or {}).get("line", "").split(": ", 1)[-1].split("; non-")[0]
                      or str(r.get("diff")), f"-{tolerance[r['suite']]:g}"] for r in paired]),
-             "", "## Gate", ""]
+             "", "## Gate", "",
+             "Against base: the flow's retrain trigger (general.gated), and the promotion gate where there is no "
+             "champion. The registry gates a candidate against the champion's answers to these items, paired the "
+             "same way, whenever the champion's were registered with it (the promotion report names the reference).",
+             ""]
     for model, g in gates.items():
         outcome = g.get("outcome") or ("pass" if g["passed"] else "fail")
         lines.append(f"- {model}: **{outcome}**" + (f" ({'; '.join(g['failures'])})" if g["failures"] else ""))

@@ -4,12 +4,17 @@
 - `register`: a candidate (an HF folder and the stage that made it) becomes a version, logged with MLflow's
   transformers flavour and tagged with its lineage (stage, git commit, DVC md5 of its data and rubric, params
   hash, the MLflow run that trained it) and its eval numbers (strict field accuracy and reward per test part,
-  the general suites, the rubric and general gates). Its per-task eval rows are an artifact of the registering
-  run, so a later promotion can pair them. The newest candidate gets the alias `challenger`. The same weights
-  registered again (a rerun where nothing changed) update the existing version instead of adding a copy (found by
-  its `model.md5` tag).
+  the general suites, the rubric and general gates). Its per-task eval rows and its per-item general rows are
+  artifacts of the registering run, so a later promotion can pair them. The newest candidate gets the alias
+  `challenger`. The same weights registered again (a rerun where nothing changed) update the existing version
+  instead of adding a copy (found by its `model.md5` tag).
 - `promote`: `challenger` against `champion` on the same test tasks, paired by task id. `champion` moves only
   when every gate passes (rubric gate, general gate, the task gate, and exports verified once there are any).
+  The general gate is non-inferiority per suite against the champion's answers to the same items (paired by item,
+  margins general.tolerance), so a challenger cannot lose the margin plus the champion's gain over base; against
+  the base model (the gate eval_general or distill recorded, tag `gate.general`) only where there is no champion
+  or the champion's rows cannot be paired (registered without them, other items or settings): each gate names
+  its reference (`against`), and the base comparison is reported beside the champion's.
   Gates decide on intervals (rubricrl.metrics.decide): the task gate asks a policy for superiority (the 95%
   interval of challenger - champion above registry.task_margin) and the student for non-inferiority (above
   -registry.student_margin); an inconclusive gate (the interval straddles its margin) promotes nothing. A part
@@ -74,6 +79,9 @@ MODEL_HASH, EXPORT_HASH = "model.md5", "artifact.md5"  # what finds a version ag
 COMPLETE = {"model": (MODEL_HASH, "gate.rubric", "gate.general"), "export": (EXPORT_HASH, "source_model", "verified")}
 ROWS = "eval/responses.jsonl"  # the registering run's per-task eval rows (id, part, total, strict)
 BASE_ROWS = "eval/base/responses.jsonl"  # ... and the base model's, the first candidate's task evidence
+GENERAL_ROWS = "general"  # the registering run's per-item general rows, <suite>.jsonl (the general gate pairs them)
+GENERAL_STAMP = "general.rows_stamp"  # what they answer (general.run.rows_stamp): only equal stamps are paired
+NO_ROWS = "none"  # GENERAL_STAMP of a version registered without general rows
 REPORT = Path("outputs/registry/promotion.md")
 DECISIONS = Path("outputs/registry/decisions.json")  # every promotion decision of the last run (the run report shows them)
 TASK_METRIC = "field_accuracy"
@@ -98,8 +106,9 @@ class Candidate:
     never parses a stage's files itself.
 
     numbers: per test part {"reward_mean", "field_accuracy"}; general: {"scores": {suite: score}, "gate":
-    {"passed", "failures"}}, or None when the candidate was not scored on the general suites (`general_note` says
-    why); exports: the export stage's record of each artifact (kind -> {artifact, verified, size_mb, ...})."""
+    {"passed", "failures"} (vs base), "rows": {suite: its per-item rows file}, "stamp": what they answer}, or None
+    when the candidate was not scored on the general suites (`general_note` says why); exports: the export stage's
+    record of each artifact (kind -> {artifact, verified, size_mb, ...})."""
 
     name: str  # sft, grpo, student
     trained_by: str  # the stage whose MLflow run trained it (its source_run tag)
@@ -125,6 +134,7 @@ class Gate:
     passed: bool
     detail: str
     outcome: str = ""  # pass, fail, inconclusive (derived from passed when not given)
+    against: str = ""  # the reference it compared with ("champion version 3", "base"); "" for a gate of its own
 
     def __post_init__(self):
         self.outcome = self.outcome or ("pass" if self.passed else "fail")
@@ -269,6 +279,12 @@ def register(params, candidate: Candidate, rubric_gate: list[str], params_file: 
             if c.base_rows is not None and c.base_rows.exists():
                 run.log_artifact(c.base_rows, "eval/base")
                 tags["eval.base_rows"] = BASE_ROWS
+            general_rows = {s: f for s, f in ((c.general or {}).get("rows") or {}).items() if Path(f).exists()}
+            tags[GENERAL_STAMP] = NO_ROWS  # set either way: a re-registration without rows must not keep a stamp
+            if general_rows and (c.general or {}).get("stamp"):  # a later challenger's general gate pairs them
+                for f in general_rows.values():
+                    run.log_artifact(f, GENERAL_ROWS)
+                tags[GENERAL_STAMP] = c.general["stamp"]
             tags["registering_run"] = mlflow.active_run().info.run_id
             if not found:
                 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -432,6 +448,68 @@ def _tag_gate(mv, tag: str, what: str) -> Gate:
     return Gate(what, outcome == "pass", value, outcome if outcome in ("pass", "fail", "inconclusive") else "fail")
 
 
+def _general_rows(c, mv) -> dict[str, list[dict]]:
+    """Per suite, the per-item general rows registered with a version ({} when it has none)."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    run = mv.tags.get("registering_run")
+    if not run or mv.tags.get(GENERAL_STAMP, NO_ROWS) == NO_ROWS:
+        return {}
+    try:
+        folder = Path(mlflow.artifacts.download_artifacts(run_id=run, artifact_path=GENERAL_ROWS))
+    except (MlflowException, OSError):  # its run or files were deleted since
+        return {}
+    return {f.stem: read_jsonl(f) for f in sorted(folder.glob("*.jsonl"))}
+
+
+def general_gate(c, challenger, champion, params) -> Gate:
+    """Non-inferiority of the challenger per general suite against the champion's answers to the same items, paired
+    by item id (rubricrl.general.run: compare, gate; margins general.tolerance): a challenger that loses more than
+    the margin to the champion is held even when it is within the margin of base. Against the base model (the gate
+    eval_general or distill recorded at registration, tag gate.general) where there is no champion, the challenger
+    is the champion, or the champion's rows cannot be paired with the challenger's (none registered with it, other
+    items or settings: general.run.rows_stamp, a suite it was not scored on). The detail names the reference and,
+    beside a champion comparison, the base gate (reported, not deciding)."""
+    from rubricrl.general.run import compare, gate
+
+    base = _tag_gate(challenger, "gate.general", "general")
+
+    def on_base(why: str) -> Gate:
+        return Gate("general", base.passed, f"vs base ({why}): {base.detail}", base.outcome, against="base")
+
+    if champion is None:
+        return on_base("no champion yet")
+    reference = f"champion version {champion.version}"
+    if str(champion.version) == str(challenger.version):
+        return on_base(f"the challenger is the {reference}")
+    mine, theirs = challenger.tags.get(GENERAL_STAMP, NO_ROWS), champion.tags.get(GENERAL_STAMP, NO_ROWS)
+    if mine == NO_ROWS:
+        return on_base("no general rows were registered with the challenger")
+    if theirs == NO_ROWS:
+        return on_base(f"no general rows were registered with the {reference}")
+    if mine != theirs:
+        return on_base(f"the {reference}'s general rows answer other items or settings (rows stamp {theirs}, the "
+                       f"challenger's {mine})")
+    rows_a, rows_b = _general_rows(c, challenger), _general_rows(c, champion)
+    if not rows_a or not rows_b:
+        return on_base(f"the general rows of the challenger or the {reference} cannot be read from their runs")
+    unpaired = [s for s in rows_a if not {r["id"] for r in rows_a[s]} & {r["id"] for r in rows_b.get(s, [])}]
+    if unpaired:
+        return on_base(f"the {reference} has no answers to the challenger's {', '.join(unpaired)} items")
+    # perplexity pairs nats per token: only over the same tokens (another tokenizer counts other ones)
+    tokens = {r["id"]: r.get("tokens") for r in rows_b.get("perplexity", [])}
+    if any(r["id"] in tokens and r.get("tokens") != tokens[r["id"]] for r in rows_a.get("perplexity", [])):
+        return on_base(f"the {reference} tokenizes the perplexity text differently (another tokenizer)")
+    paired = compare({"champion": {s: {"items": r} for s, r in rows_b.items()},
+                      "challenger": {s: {"items": r} for s, r in rows_a.items()}},
+                     base="champion", n_boot=params.general.n_boot)
+    g = gate(paired, params.general.tolerance, ["challenger"])["challenger"]
+    lines = [f"{s} {d['line']}" for s, d in g["decisions"].items()]
+    return Gate("general", g["passed"], f"vs {reference}: " + "; ".join(lines)
+                + f". vs base (reported, not deciding): {base.detail}", g["outcome"], against=reference)
+
+
 def task_gate(c, challenger, champion, params) -> Gate:
     """Challenger's strict field accuracy minus the reference's, paired by task, decided on its 95% interval
     (rubricrl.metrics.decide). The reference is the champion, or for the first candidate the base model (its rows
@@ -445,7 +523,8 @@ def task_gate(c, challenger, champion, params) -> Gate:
     from rubricrl.metrics.paired import describe
 
     if champion is not None and str(champion.version) == str(challenger.version):
-        return Gate("task", True, f"challenger is champion (version {champion.version})")
+        return Gate("task", True, f"challenger is champion (version {champion.version})",
+                    against=f"champion version {champion.version}")
     rows_a, test_a = _rows(c, challenger)
     if champion is None:
         against, reference = "base", "the base model"
@@ -454,20 +533,22 @@ def task_gate(c, challenger, champion, params) -> Gate:
             return Gate("task", False, f"first candidate (version {challenger.version}): no base-model eval rows "
                                        f"were registered with it, so nothing shows it beats the base model: re-run "
                                        f"the eval_task stage (it evaluates base) and the registry step",
-                        "inconclusive")
+                        "inconclusive", "base")
     else:
         against, reference = "champion", f"champion version {champion.version}"
         rows_b, test_b = _rows(c, champion)
     if not rows_a or not rows_b or test_a != test_b:
         return Gate("task", False, f"version {challenger.version} and {reference} were not evaluated on the "
                                    f"same test tasks (test md5 {test_a} vs {test_b}): re-run the eval_task stage "
-                                   f"with the champion's split, or compare by hand", "inconclusive")
+                                   f"with the champion's split, or compare by hand", "inconclusive",
+                        "base" if champion is None else reference)
     every = [r for r in paired_comparisons({against: rows_b, "challenger": rows_a}, n_resamples=params.eval.n_boot)
              if r["diff"] is not None]
     paired = [r for r in every if r["metric"] == TASK_METRIC]
     pooled = next((r for r in paired if r["part"] == "all"), None)
     if pooled is None:
-        return Gate("task", False, f"no paired tasks with gold fields in common with {reference}", "inconclusive")
+        return Gate("task", False, f"no paired tasks with gold fields in common with {reference}", "inconclusive",
+                    "base" if champion is None else reference)
     student = challenger.tags.get("stage") == STUDENT and champion is not None
     d = decide(pooled, "noninferiority" if student else "superiority",
                params.registry.student_margin if student else params.registry.task_margin)
@@ -487,7 +568,7 @@ def task_gate(c, challenger, champion, params) -> Gate:
                          f"{r['a']:.3f}, {describe(r)}: abstention shown up by more than "
                          f"{params.registry.null_margin:g}")
     outcome = "inconclusive" if outcome == "uninformative" else outcome
-    return Gate("task", outcome == "pass", "; ".join(lines), outcome)
+    return Gate("task", outcome == "pass", "; ".join(lines), outcome, "base" if champion is None else reference)
 
 
 def export_gate(mv) -> Gate:
@@ -517,7 +598,7 @@ def promote(params, dry_run: bool = False, report: Path | None = REPORT) -> dict
             raise RegistryError(f"'{name}' challenger version {challenger.version} has no {', '.join(missing)} tag "
                                 f"(its registration was interrupted): re-run the registry step")
         champion = alias_version(c, name, CHAMPION)
-        gates = [_tag_gate(challenger, "gate.rubric", "rubric"), _tag_gate(challenger, "gate.general", "general"),
+        gates = [_tag_gate(challenger, "gate.rubric", "rubric"), general_gate(c, challenger, champion, params),
                  task_gate(c, challenger, champion, params),
                  export_gate(challenger)]
         passed = all(g.passed for g in gates)
@@ -669,9 +750,9 @@ def promotion_markdown(d: dict) -> str:
     lines = [f"# Promotion: {d['model']} version {d['challenger']}", "",
              f"Champion before: {d['champion_before'] or 'none'}; after: {d['champion_after'] or 'none'}. "
              f"Decision: **{verdict}**.", "",
-             table(["gate", "outcome", "numbers"],
-                   [[g["name"], _outcome(g) if g["passed"] else f"**{_outcome(g)}**", g["detail"]]
-                    for g in d["gates"]])]
+             table(["gate", "against", "outcome", "numbers"],
+                   [[g["name"], g.get("against") or "-", _outcome(g) if g["passed"] else f"**{_outcome(g)}**",
+                     g["detail"]] for g in d["gates"]])]
     return "\n".join(lines) + "\n"
 
 

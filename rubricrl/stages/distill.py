@@ -107,17 +107,17 @@ def general_base_rows(general) -> dict:
 def general_suites(student_dir: Path, cfg, base: dict, resume: ResumeDir | None = None) -> dict:
     """The student on the general suites, paired vs base's rows: metrics/general.json's shape (its rows and
     eval_general's report format in outputs/distill/general/). `resume`: its replies journaled there."""
-    from rubricrl.general.run import compare, evaluate, gate, markdown
+    from rubricrl.general.run import compare, evaluate, gate, markdown, rows_stamp
 
     results = evaluate(student_dir, cfg, desc="general student",
                        journals=(lambda suite: resume.journal(f"general-{suite}")) if resume else None)
     for suite in results:
-        write_jsonl(OUT / "general" / f"{suite}.jsonl", results[suite]["items"])
+        write_jsonl(Path(PATHS.general_rows) / f"{suite}.jsonl", results[suite]["items"])
     paired = compare({"base": base, "student": results}, n_boot=cfg.n_boot)
     gates = gate(paired, cfg.tolerance, ["student"])
-    write_text(OUT / "general" / "report.md", markdown({"student": results}, paired, gates, cfg.tolerance))
+    write_text(Path(PATHS.general_rows) / "report.md", markdown({"student": results}, paired, gates, cfg.tolerance))
     return {"models": {"student": {s: {"score": r["score"], **r["summary"]} for s, r in results.items()}},
-            "paired": paired, "gates": gates, "tolerance": cfg.tolerance}
+            "paired": paired, "gates": gates, "tolerance": cfg.tolerance, "stamp": rows_stamp(cfg)}
 
 
 def resume_stamp(cfg: DistillParams, seed: int, general: GeneralParams | None, eval_tokens: int, pool: list[Task],
@@ -232,7 +232,7 @@ def run(params: Params) -> DistillResult:
         general = general_suites(Path(PATHS.student), params.general, base_general, resume) if cfg.general else None
         report = markdown(info, train, by_model, retention) + gate_markdown(gate)
         if general:
-            report += "\n" + (OUT / "general" / "report.md").read_text(encoding="utf-8").replace("# ", "## ", 1)
+            report += "\n" + (Path(PATHS.general_rows) / "report.md").read_text(encoding="utf-8").replace("# ", "## ", 1)
         write_text(PATHS.section, report)
         result = DistillResult(student=info, train=train, models=by_model, retention=retention, general=general,
                                divergence=divergence, gate=gate)

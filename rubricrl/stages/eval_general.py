@@ -1,6 +1,7 @@
 """DVC stage `eval_general`: base, SFT and GRPO on the general suites (instruction following, code, knowledge QA,
-perplexity), paired differences vs base, and the general gate (the flow retrains GRPO when it fails); its report
-section is outputs/general/report.md."""
+perplexity), paired differences vs base, and the general gate vs base (the flow retrains GRPO when it fails); its
+report section is outputs/general/report.md. Each model's per-item rows are kept (outputs/general/<model>/): the
+registry registers them with the model, and its promotion gates a challenger against the champion's rows."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ class GeneralResult(Result):
     gated: list[str] | None = None  # the models whose failed gate makes the flow retrain (general.gated)
     tolerance: dict[str, float] = {}
     generation: dict[str, dict | None] = {}  # per model: new tokens, seconds, tokens/s of its suites' replies
+    # what another model's rows must share to be paired with these (general.run.rows_stamp): the registry compares
+    # a challenger with a champion of an earlier run only on rows of the same stamp
+    stamp: str = ""
 
 
 def resume_stamp(cfg: GeneralParams, models: dict[str, str | Path]) -> tuple:
@@ -37,7 +41,7 @@ def resume_stamp(cfg: GeneralParams, models: dict[str, str | Path]) -> tuple:
 
 
 def run(params: Params) -> GeneralResult:
-    from rubricrl.general.run import compare, evaluate, gate, gate_summary, generation_speed, markdown
+    from rubricrl.general.run import compare, evaluate, gate, gate_summary, generation_speed, markdown, rows_stamp
 
     cfg = params.general
     results = {}
@@ -64,7 +68,8 @@ def run(params: Params) -> GeneralResult:
                    + ("Decoding:\n\n" + "\n".join(lines) + "\n" if lines else ""))
         result = GeneralResult(
             models={m: {s: {"score": r[s]["score"], **r[s]["summary"]} for s in r} for m, r in results.items()},
-            paired=paired, gates=gates, gated=cfg.gated, tolerance=cfg.tolerance, generation=speed)
+            paired=paired, gates=gates, gated=cfg.gated, tolerance=cfg.tolerance, generation=speed,
+            stamp=rows_stamp(cfg))
         result.write(PATHS.result)
         run.log_metrics({f"paired.{r['model']}-base.{r['suite']}": r["diff"] for r in paired})
         run.set_tags({f"gate.{m}": g["outcome"] for m, g in gates.items()})

@@ -164,6 +164,7 @@ class Distill(StagePaths):
     out: str = "outputs/distill"  # student/, teacher.jsonl, responses.jsonl, report.md, general/
     student: str = "outputs/distill/student"
     responses: str = "outputs/distill/responses.jsonl"  # the student's answers in the eval's row format
+    general_rows: str = "outputs/distill/general"  # with distill.general: the student's <suite>.jsonl, report.md
     result: str = "metrics/distill.json"
     section: str = "outputs/distill/report.md"
     outs: tuple[str, ...] = ("out",)

@@ -9,7 +9,7 @@ import yaml
 
 from rubricrl.config import GeneralParams, load_params
 from rubricrl.flow.retrain import GeneralGateError, gate_failures, retrain_until_general_passes
-from rubricrl.general.run import SUITES, compare, evaluate, gate, generation_speed, markdown
+from rubricrl.general.run import SUITES, compare, evaluate, gate, generation_speed, markdown, rows_stamp
 from rubricrl.inference.models import build_tiny_model
 from tests.inference.test_llamacpp_engine import smol_tiny  # noqa: F401  (the fixture: a tiny model llama.cpp can convert)
 
@@ -82,6 +82,15 @@ def test_a_suite_every_model_scores_at_its_floor_is_uninformative():
     assert g["decisions"]["humaneval"]["outcome"] == "uninformative" and g["outcome"] == "inconclusive"
     assert "uninformative" in markdown({"base": {"qa": {"summary": {"n": 16}, "score": 0.5}}}, [floor],
                                        {"grpo": g}, tol)
+
+
+def test_rows_pair_across_runs_only_when_answered_alike():
+    """The registry pairs a challenger's rows with a champion's of an earlier run only under the same stamp: the
+    sizes may differ (rows pair on the items both answered), a reply budget or the engine may not."""
+    stamp = rows_stamp(SMALL)
+    assert rows_stamp(SMALL.model_copy(update={"sizes": SMALL.sizes.model_copy(update={"qa": 2})})) == stamp
+    assert rows_stamp(SMALL.model_copy(update={"max_new_tokens": {**SMALL.max_new_tokens, "qa": 13}})) != stamp
+    assert rows_stamp(SMALL.model_copy(update={"engine": "llama_cpp"})) != stamp
 
 
 def test_a_suite_sized_zero_is_not_run(tmp_path):

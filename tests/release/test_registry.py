@@ -60,11 +60,20 @@ def set_evals(root: Path, parts: list[str] | None = None, nulls: int = 0, unpars
     (root / "metrics/eval.json").write_text(json.dumps({"models": models}))
 
 
-def set_general(root: Path, passed: dict[str, bool]) -> None:
+def set_general(root: Path, passed: dict[str, bool], qa: dict[str, list[int]] | None = None,
+                stamp: str = "s1") -> None:
+    """metrics/general.json: each model's gate vs base; with `qa`, its per-item qa rows (outputs/general/<model>/),
+    which the registry registers with it and pairs against the champion's."""
     gates = {m: {"passed": ok, "failures": [] if ok else ["qa: -0.300 [-0.5, -0.1], p=0.010 is a drop beyond "
                                                           "the tolerance 0.1"]} for m, ok in passed.items()}
     models = {m: {"qa": {"score": 0.5}, "ifeval": {"score": 0.25}} for m in passed}
-    (root / "metrics/general.json").write_text(json.dumps({"models": models, "gates": gates}))
+    for m, right in (qa or {}).items():
+        (root / "outputs/general" / m).mkdir(parents=True, exist_ok=True)
+        (root / "outputs/general" / m / "qa.jsonl").write_text(
+            "".join(json.dumps({"id": f"qa{i}", "score": float(r)}) + "\n" for i, r in enumerate(right)))
+        models[m] = {"qa": {"score": sum(right) / len(right)}}
+    (root / "metrics/general.json").write_text(json.dumps({"models": models, "gates": gates,
+                                                            **({"stamp": stamp} if qa else {})}))
 
 
 def register(root: Path, stage: str, rubric_gate=()):
@@ -195,6 +204,85 @@ def test_a_failed_rubric_or_general_gate_blocks_the_first_champion(project, gate
     failed = [g["name"] for g in d["gates"] if not g["passed"]]
     assert failed == [gate] and "champion" not in aliases(project)
     assert "stays challenger" in (project / registry.REPORT).read_text()
+
+
+def _qa(share: float, n: int = 400) -> list[int]:
+    """n qa items, the first share of them right: a lower share is right on a subset of a higher one's items."""
+    return [int(i < round(share * n)) for i in range(n)]
+
+
+def test_a_challenger_that_regresses_against_the_champion_but_not_against_base_is_held(project):
+    """Base 0.5, champion 0.8, challenger 0.62 at margin 0.1: +0.12 over base passes, -0.18 against the champion is a
+    drop beyond the margin; compared with base only it would have been promoted."""
+    params = load_params(project / "params.yaml")
+    assert params.general.tolerance["qa"] == 0.1
+    set_general(project, {"sft": True, "grpo": True}, qa={"sft": _qa(0.8), "grpo": _qa(0.62)})
+    champ = register(project, "sft")
+    first = next(g for g in registry.promote(params)["gates"] if g["name"] == "general")
+    assert first["against"] == "base" and first["detail"].startswith("vs base (no champion yet): ")
+    chal = register(project, "grpo")  # 3 of 4 fields vs the champion's 2: the task gate passes
+    d = registry.promote(params)
+    gates = {g["name"]: g for g in d["gates"]}
+    assert gates["task"]["passed"] and gates["task"]["against"] == f"champion version {champ}"
+    general = gates["general"]
+    assert general["outcome"] == "fail" and general["against"] == f"champion version {champ}"
+    assert general["detail"].startswith(f"vs champion version {champ}: qa fail: -0.180")
+    assert general["detail"].endswith(". vs base (reported, not deciding): pass")
+    assert not d["promoted"] and aliases(project) == {"challenger": chal, "champion": champ}
+    mv = registry.resolve(params, f"rubricrl-extractor/{chal}")
+    assert mv.tags["promotion.decision"] == "rejected: general fail"
+    assert mv.tags["promotion.gate.general"].startswith(f"fail: vs champion version {champ}: qa fail")
+    assert f"| general | champion version {champ} | **fail** |" in (project / registry.REPORT).read_text()
+    # GRPO not worse than the SFT champion on the same items (0.82 vs 0.8): every gate passes, GRPO is champion
+    set_general(project, {"sft": True, "grpo": True}, qa={"grpo": _qa(0.82)})
+    assert register(project, "grpo") == chal  # the same weights: their version, its rows registered anew
+    d = registry.promote(params)
+    assert d["promoted"] and aliases(project)["champion"] == chal, d["gates"]
+    assert next(g for g in d["gates"] if g["name"] == "general")["detail"].startswith(
+        f"vs champion version {champ}: qa pass: +0.020")
+
+
+def test_the_general_gate_falls_back_to_base_where_the_champion_has_no_rows_to_pair(project):
+    """No champion, a champion registered without general rows, or rows of other items or settings: the base gate
+    decides, and the detail says why."""
+    params = load_params(project / "params.yaml")
+    register(project, "sft")  # no per-item rows (registered before they were kept)
+    registry.promote(params)
+    set_general(project, {"grpo": True}, qa={"grpo": _qa(0.2)})  # the base gate (passed) decides, whatever the rows
+    register(project, "grpo")
+    d = registry.promote(params)
+    general = next(g for g in d["gates"] if g["name"] == "general")
+    assert general["against"] == "base" and general["passed"] and d["promoted"]
+    assert general["detail"] == "vs base (no general rows were registered with the champion version 1): pass"
+    set_evals(project, sft=[4] * N_TASKS)
+    set_general(project, {"sft": True}, qa={"sft": _qa(0.8)}, stamp="other budgets")
+    register(project, "sft")
+    general = next(g for g in registry.promote(params)["gates"] if g["name"] == "general")
+    assert general["against"] == "base" and "the champion version 2's general rows answer other items or " \
+        "settings (rows stamp s1, the challenger's other budgets)" in general["detail"]
+
+
+def test_the_general_gate_pairs_only_rows_that_answer_the_same_items_the_same_way(monkeypatch):
+    """Without the store: a suite the champion has no answers to, or perplexity over other tokens (another
+    tokenizer), leaves the decision to the base gate; the same tokens pair."""
+    from types import SimpleNamespace
+
+    params = load_params(ROOT / "params.yaml")
+    tags = {"gate.general": "pass", registry.GENERAL_STAMP: "s1", "registering_run": "r"}
+    challenger, champion = SimpleNamespace(version="2", tags=tags), SimpleNamespace(version="1", tags=tags)
+    ppl = lambda tokens: [{"id": f"p{i}", "tokens": tokens, "nll": 2.0 + i % 3 / 10} for i in range(40)]  # noqa: E731
+    rows = {"2": {"qa": [{"id": "qa0", "score": 1.0}], "perplexity": ppl(100)}}
+    monkeypatch.setattr(registry, "_general_rows", lambda c, mv: rows[mv.version])
+    rows["1"] = {"perplexity": ppl(100)}
+    g = registry.general_gate(None, challenger, champion, params)
+    assert g.against == "base" and "has no answers to the challenger's qa items" in g.detail
+    rows["1"] = {"qa": [{"id": "qa0", "score": 1.0}], "perplexity": ppl(120)}
+    g = registry.general_gate(None, challenger, champion, params)
+    assert g.against == "base" and "tokenizes the perplexity text differently" in g.detail
+    rows["2"].pop("qa")
+    rows["1"]["perplexity"] = ppl(100)
+    g = registry.general_gate(None, challenger, champion, params)
+    assert g.against == "champion version 1" and g.detail.startswith("vs champion version 1: perplexity ")
 
 
 def test_dry_run_moves_nothing(project):
