@@ -44,6 +44,7 @@ SETTINGS = {
     "lr2e-5_beta0.04": {"learning_rate": 2e-5, "beta": 0.04},
     "lr2e-5_4x2": {"learning_rate": 2e-5, "num_generations": 2, "per_device_batch_size": 2, "grad_accum": 4},
     "lr1e-5_bf16": {"learning_rate": 1e-5, "precision": "bf16"},
+    "lr2e-5_gdpo": {"learning_rate": 2e-5, "multi_objective_aggregation": "normalize_then_sum"},
 }
 SMOKE = {"num_generations": 2, "per_device_batch_size": 2, "grad_accum": 1, "step_completions": None,
          "max_completion_length": 8, "max_prompt_length": 4096, "learning_rate": 1e-3, "device": "cpu",
@@ -173,7 +174,8 @@ def run(args) -> dict:
             "overlay": SETTINGS[name], "lr": settings.learning_rate, "beta": settings.beta,
             "prompts_x_completions": f"{settings.per_device_batch_size * settings.grad_accum // settings.num_generations}"
                                      f" x {settings.num_generations}",
-            "precision": result["precision"], "loss_type": "TRL default (dapo)", "global_step": result["global_step"],
+            "precision": result["precision"], "loss_type": settings.loss_type,
+            "aggregation": settings.multi_objective_aggregation, "global_step": result["global_step"],
             "rollbacks": [r["reason"] for r in result["rollbacks"]], "wall_seconds": round(wall, 1),
             "step_seconds": [round(s, 1) for s in step_seconds], "generation_seconds": rollouts.get("seconds"),
             "rollout_tokens_per_s": rollouts.get("tokens_per_s"),

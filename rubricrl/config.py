@@ -197,6 +197,13 @@ class GRPOSettings(CommonSettings):
     beta: float = Field(0.02, gt=0)  # KL coefficient; > 0 always (0 drops the reference model and the KL log)
     num_generations: int = Field(4, ge=2)  # completions per prompt; divides per-device batch x processes x grad_accum
     temperature: float = Field(0.9, gt=0)  # sampling temperature of the rollouts
+    # TRL's loss and advantage choices, said out loud (TRL 1.16's defaults): dapo normalises token losses by the active
+    # tokens of the accumulated batch; sum_then_normalize sums the weighted criteria, then scales per group
+    # (scale_rewards: group); normalize_then_sum (GDPO) scales each criterion within its group first, so a criterion
+    # that varies little is not drowned by one that varies much (benchmarks/grpo_curve.py compares them).
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"] = "dapo"
+    multi_objective_aggregation: Literal["sum_then_normalize", "normalize_then_sum"] = "sum_then_normalize"
+    scale_rewards: Literal["group", "batch", "none"] = "group"
     top_p: float = Field(1.0, gt=0, le=1)  # nucleus sampling of the rollouts
     max_prompt_length: int = Field(1024, ge=16)  # prompts longer than this (tokens) are left out of training
     max_completion_length: int = Field(128, ge=1)  # tokens generated per completion

@@ -98,6 +98,9 @@ def grpo_config(s: GRPOSettings, output_dir: Path, beta: float, reward_weights: 
             per_device_train_batch_size=s.per_device_batch_size,
             gradient_accumulation_steps=s.grad_accum,
             reward_weights=reward_weights,
+            loss_type=s.loss_type,
+            multi_objective_aggregation=s.multi_objective_aggregation,
+            scale_rewards=s.scale_rewards,
             logging_steps=1,  # the rollback monitor judges every step
             save_strategy="steps",
             save_steps=s.save_steps,

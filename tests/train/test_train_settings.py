@@ -39,6 +39,13 @@ def test_cpu_settings_map_to_grpo_config(tmp_path):
     assert (args.beta, args.use_cpu, args.bf16, args.logging_steps) == (0.03, True, False, 1)
     assert args.save_total_limit is None  # rubricrl prunes, sparing the last good checkpoint
     assert (args.gradient_checkpointing, args.temperature, args.reward_weights) == (False, 0.9, [1.0, -1.0])  # the CPU default
+    # TRL's loss and advantage choices come from the settings, its defaults said out loud
+    assert (args.loss_type, args.multi_objective_aggregation, args.scale_rewards) == ("dapo", "sum_then_normalize",
+                                                                                       "group")
+    gdpo = grpo_config(GRPOSettings(multi_objective_aggregation="normalize_then_sum", loss_type="dr_grpo",
+                                    scale_rewards="none"), tmp_path, beta=0.03, reward_weights=[1.0, -1.0])
+    assert (gdpo.loss_type, gdpo.multi_objective_aggregation, gdpo.scale_rewards) == ("dr_grpo", "normalize_then_sum",
+                                                                                       "none")
     with pytest.raises(ConfigError, match="num_generations"):
         grpo_config(GRPOSettings(num_generations=3), tmp_path, beta=0.02, reward_weights=[1.0])
 
