@@ -9,10 +9,13 @@ model B and the denominators are shared (they come from the gold answers, not fr
   metric): each bound is a one-sided (1 + confidence) / 2 bound, inverted from a t test of H0: diff = delta0 whose
   variance is estimated *under H0*, from the least-favourable distribution there: the observed per-task
   differences mixed with the extreme difference (-range for the lower bound, +range for the upper) in the
-  proportion that puts the mean at delta0. A percentile bootstrap, or a t interval on the observed spread, calls a
-  run of identical answers [0, 0] and passes a true drop at the margin about 12-20% of the time at n = 16-100
-  (rare one-sided changes); this interval keeps the false-pass rate at the margin <= 2.5% (tests/metrics/
-  test_gate_error_rate.py simulates it over n, margins, base rates and correlations). `bounds=None` (a metric
+  proportion that puts the mean at delta0; the critical value is the t quantile plus a continuity correction of
+  1/sqrt(n) (score_lower). A percentile bootstrap, or a t interval on the observed spread, calls a run of identical
+  answers [0, 0] and passes a true drop at the margin about 12-20% of the time at n = 16-100 (rare one-sided
+  changes); this interval keeps the false-pass rate at the margin <= 2.5% (tests/metrics/test_gate_error_rate.py:
+  exactly for binary answers at n <= 100, margins 0-0.2, enumerated; simulated over rates, correlations and
+  unequal denominators). It is computed from four moments of the scaled differences and denominators, so a
+  simulation's thousands of rows cost little more than one. `bounds=None` (a metric
   with no range, e.g. perplexity's log-likelihood) falls back to the t interval on the observed spread, which
   has no interval when every difference is equal.
 - p: two-sided paired permutation test, `scipy.stats.permutation_test` on the per-task
