@@ -381,7 +381,7 @@ class SuiteSizes(Section):
     # the CPU default's sizes are chosen by power (rubricrl.release.plan: `rubricrl config validate`)
     ifeval: int | None = Field(240, ge=0)  # IFEval-style prompts (304, EN/ZH alternating; 240 short-answer ones first)
     humaneval: int | None = Field(0, ge=0)  # HumanEval (164); CPU 0: SmolLM2-135M passed 0/5 for base, SFT and GRPO (uninformative)
-    qa: int | None = Field(160, ge=0)  # project-written factual questions (200, EN/ZH alternating)
+    qa: int | None = Field(120, ge=0)  # project-written factual questions (200, EN/ZH alternating)
     perplexity: int | None = Field(24, ge=0)  # paragraphs of the held-out text (24)
 
 

@@ -9,10 +9,13 @@ model B and the denominators are shared (they come from the gold answers, not fr
   metric): each bound is a one-sided (1 + confidence) / 2 bound, inverted from a t test of H0: diff = delta0 whose
   variance is estimated *under H0*, from the least-favourable distribution there: the observed per-task
   differences mixed with the extreme difference (-range for the lower bound, +range for the upper) in the
-  proportion that puts the mean at delta0. A percentile bootstrap, or a t interval on the observed spread, calls a
-  run of identical answers [0, 0] and passes a true drop at the margin about 12-20% of the time at n = 16-100
-  (rare one-sided changes); this interval keeps the false-pass rate at the margin <= 2.5% (tests/metrics/
-  test_gate_error_rate.py simulates it over n, margins, base rates and correlations). `bounds=None` (a metric
+  proportion that puts the mean at delta0; the critical value is the t quantile plus a continuity correction of
+  1/sqrt(n) (score_lower). A percentile bootstrap, or a t interval on the observed spread, calls a run of identical
+  answers [0, 0] and passes a true drop at the margin about 12-20% of the time at n = 16-100 (rare one-sided
+  changes); this interval keeps the false-pass rate at the margin <= 2.5% (tests/metrics/test_gate_error_rate.py:
+  exactly for binary answers at n <= 100, margins 0-0.2, enumerated; simulated over rates, correlations and
+  unequal denominators). It is computed from four moments of the scaled differences and denominators, so a
+  simulation's thousands of rows cost little more than one. `bounds=None` (a metric
   with no range, e.g. perplexity's log-likelihood) falls back to the t interval on the observed spread, which
   has no interval when every difference is equal.
 - p: two-sided paired permutation test, `scipy.stats.permutation_test` on the per-task
@@ -23,6 +26,9 @@ model B and the denominators are shared (they come from the gold answers, not fr
 
 - sd: the spread of the linearised per-task differences (d_i - diff x den_i) / mean(den), which
   `rubricrl.metrics.decide` uses for power against a gate's margin.
+- binary: every task scores the metric's floor or ceiling for both models, on equal denominators (IFEval, QA,
+  HumanEval): `rubricrl.metrics.decide` then computes power exactly for binary answers (None below 2 tasks, False
+  for an unbounded metric).
 - mde: the smallest true difference from zero this n detects with 80% power by a two-sided 95% test (a
   description for tables that have no margin; gates compute theirs against the margin), (z_0.975 + z_0.80) x SE, with SE = sd(d) / (mean(den) sqrt(n)) from the observed
   per-task differences; when every d is 0, the independent-samples bound sqrt(var(a) + var(b)) stands in for
@@ -55,6 +61,57 @@ def _as_1d(x, name: str) -> np.ndarray:
     return arr
 
 
+CONTINUITY = 1.0  # the continuity correction, in standard units times sqrt(n) (score_lower)
+
+
+def _moments(mean, sxx, sxy, syy):
+    mean = np.asarray(mean, dtype=float)
+    return (mean, *(np.broadcast_to(np.asarray(v, dtype=float), mean.shape) for v in (sxx, sxy, syy)))
+
+
+def _critical(n, confidence: float):
+    return stats.t.ppf((1 + confidence) / 2, np.asarray(n) - 1) + CONTINUITY / np.sqrt(n)
+
+
+def _t_stat(mean, sxx, sxy, syy, n, d0):
+    """The t statistic of H0: diff = d0, its variance taken under H0 from the least-favourable mixture."""
+    gap, extreme = mean - d0, -1.0 - d0
+    w = np.divide(gap, gap - extreme, out=np.ones_like(gap), where=gap - extreme > 0)
+    second = np.maximum(sxx - 2 * d0 * sxy + d0 * d0 * syy, 0.0)  # mean((x - d0 y)^2)
+    var0 = (1 - w) * second + w * extreme ** 2
+    return np.divide(gap, np.sqrt(np.maximum(var0, 0.0) / n), out=np.full_like(gap, np.inf), where=var0 > 0)
+
+
+def score_lower(mean, sxx, sxy, syy, n, confidence: float = 0.95):
+    """The lower score bound (module doc) from the moments of the scaled per-task differences x and denominators y:
+    mean(x), mean(x^2), mean(x y), mean(y^2) (arrays of one shape, a bound each), over n tasks (n may be an array
+    of that shape too).
+
+    H0: diff = d0 is tested by t = (mean - d0) / sqrt(var0 / n), var0 the second moment about d0 of the
+    least-favourable mixture; the bound is the largest d0 whose t exceeds the t quantile plus 1/sqrt(n). That
+    1/sqrt(n) is a continuity correction: half the step one task's flip from -1 to +1 moves the sum, in standard
+    units where every task changed (the worst case). Binary answers take few values, and without it the exact
+    chance that a true difference at the bound passes reaches 3.0-3.2% (n = 31-67 with every task changed;
+    tests/metrics/test_gate_error_rate.py enumerates it)."""
+    mean, sxx, sxy, syy = _moments(mean, sxx, sxy, syy)
+    crit = _critical(n, confidence)
+    lo, hi = np.full_like(mean, -1.0), mean.copy()  # t(-1) is infinite, t(mean) is 0: bisect between
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        above = _t_stat(mean, sxx, sxy, syy, n, mid) > crit
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return np.minimum(lo, mean)
+
+
+def score_clears(mean, sxx, sxy, syy, n, bound, confidence: float = 0.95):
+    """Whether the lower score bound lies above `bound`, without the bisection: t falls as d0 rises, so the bound
+    clears it exactly when the mean does and t(bound) exceeds the critical value (rubricrl.metrics.decide's power
+    evaluates this over every outcome of a suite; it agrees with score_lower to the bisection's 1e-17)."""
+    mean, sxx, sxy, syy = _moments(mean, sxx, sxy, syy)
+    bound = np.broadcast_to(np.asarray(bound, dtype=float), mean.shape)
+    return (mean > bound) & (_t_stat(mean, sxx, sxy, syy, n, bound) > _critical(n, confidence))
+
+
 def score_interval(x, y=None, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """The score interval (module doc) of mean(x) / mean(y) for per-task differences scaled into [-1, 1].
 
@@ -63,31 +120,16 @@ def score_interval(x, y=None, confidence: float = 0.95) -> tuple[np.ndarray, np.
     x = np.asarray(x, dtype=float)
     y = np.ones_like(x) if y is None else np.broadcast_to(np.asarray(y, dtype=float), x.shape)
     n = x.shape[-1]
-    crit = stats.t.ppf((1 + confidence) / 2, n - 1)
-
-    def lower(x):
-        mean = x.mean(-1)
-
-        def t_stat(d0):  # the t statistic of H0: diff = d0, its variance taken from the least-favourable mixture
-            r = x - d0[..., None] * y
-            gap, extreme = mean - d0, -1.0 - d0
-            w = np.divide(gap, gap - extreme, out=np.ones_like(gap), where=gap - extreme > 0)
-            var0 = (1 - w) * np.mean(r * r, axis=-1) + w * extreme ** 2
-            return np.divide(gap, np.sqrt(var0 / n), out=np.full_like(gap, np.inf), where=var0 > 0)
-
-        lo, hi = np.full_like(mean, -1.0), mean.copy()  # t_stat(-1) is infinite, t_stat(mean) is 0
-        for _ in range(60):
-            mid = (lo + hi) / 2
-            above = t_stat(mid) > crit
-            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-        return np.minimum(lo, mean)
-
-    return lower(x), -lower(-x)
+    mean, sxx, sxy, syy = x.mean(-1), (x * x).mean(-1), (x * y).mean(-1), (y * y).mean(-1)
+    # the upper bound is the lower bound of -x, whose moments are these with mean and mean(x y) negated
+    return (score_lower(mean, sxx, sxy, syy, n, confidence),
+            -score_lower(-mean, sxx, -sxy, syy, n, confidence))
 
 
 def paired_difference(num_a, num_b, den=None, *, bounds: tuple[float, float] | None = (0.0, 1.0),
                       n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> dict:
-    """{"a", "b", "diff", "ci": [lo, hi], "p", "n", "sd", "mde"} for metric(A) - metric(B) over paired tasks.
+    """{"a", "b", "diff", "ci": [lo, hi], "p", "n", "sd", "mde", "binary"} for metric(A) - metric(B) over paired
+    tasks.
 
     `bounds`: the range of a task's metric num / den (a rate: (0, 1)); None for an unbounded metric (module doc).
     Degenerate inputs: n == 0 (or every den 0) -> a, b, diff, ci and p None; n == 1 -> ci and p None; every
@@ -120,7 +162,8 @@ def paired_difference(num_a, num_b, den=None, *, bounds: tuple[float, float] | N
                 i = int(np.flatnonzero(outside)[0])
                 raise ValueError(f"{name}[{i}] / den = {num[i] / den[i]:g} is outside bounds {bounds}")
     n = len(den)
-    out = {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": n, "sd": None, "mde": None}
+    out = {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": n, "sd": None, "mde": None,
+           "binary": None}
     if n == 0:
         return out
     total = den.sum()
@@ -135,9 +178,13 @@ def paired_difference(num_a, num_b, den=None, *, bounds: tuple[float, float] | N
     out["sd"] = float(np.std(resid, ddof=1))
     if bounds is not None:
         width = bounds[1] - bounds[0]
+        ends = [np.isclose(num / den, low) | np.isclose(num / den, high) for num in (num_a, num_b)]
+        out["binary"] = bool(np.all(den == den[0]) and ends[0].all() and ends[1].all())
         lo, hi = score_interval(d / (width * scale), den / scale, confidence)
         out["ci"] = [float(lo) * width, float(hi) * width]
-    elif out["sd"] > 0:
+    else:
+        out["binary"] = False
+    if bounds is None and out["sd"] > 0:
         half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * out["sd"] / np.sqrt(n)
         out["ci"] = [float(diff - half), float(diff + half)]
     if not d.any():

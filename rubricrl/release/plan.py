@@ -2,10 +2,12 @@
 
 A non-inferiority gate passes only when a model equal to its reference would pass with power POWER at the gate's
 n (rubricrl.metrics.decide); at a smaller n every outcome is inconclusive or a fail, so no promotion can follow.
-For each such gate of a configuration this gives its n, its margin, the spread it assumes, the n it needs
-(decide.required_n) and whether it can pass. The spread is the last run's (`sd` of the row in metrics/<stage>.json)
-where one is recorded, else identical answers (sd 0): the best case, so "unreachable" then holds for any model.
-An unbounded metric (perplexity, nats) without a last run has no spread to go on and says so.
+For each such gate of a configuration this gives its n, its margin, the spread it assumes, the power an equal model
+has there, the n it needs (decide.required_n: the n from which that power stays at POWER) and whether it can pass
+(its power reaches POWER, decide's own test). The spread is the last run's (`sd` of the row in metrics/<stage>.json,
+with the row's `binary`: exact power for binary answers) where one is recorded, else identical answers (sd 0): the
+best case, so "unreachable" then holds for any model. An unbounded metric (perplexity, nats) without a last run has
+no spread to go on and says so.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from rubricrl.general.run import BOUNDS, GENERATION, active_suites
 from rubricrl.general import perplexity
-from rubricrl.metrics.decide import against_margin, required_n
+from rubricrl.metrics.decide import POWER, against_margin, required_n
 
 
 @dataclass(frozen=True)
@@ -30,8 +32,8 @@ class Reach:
     needs: int | None  # the n at which it reaches POWER (None: no n does, or unknown)
 
     @property
-    def reachable(self) -> bool | None:
-        return None if self.needs is None and self.sd is None else self.needs is not None and self.n >= self.needs
+    def reachable(self) -> bool | None:  # what decide refuses: an equal model's power below POWER at this n
+        return None if self.sd is None else self.power is not None and self.power >= POWER
 
     def line(self) -> str:
         head = f"{self.gate}: n={self.n}, margin {self.margin:g}"
@@ -43,25 +45,27 @@ class Reach:
                 f"{self.power:.2f}, {needs}: {verdict}")
 
 
-def _last_sd(metrics_dir: Path, stage: str, match: dict) -> float | None:
+def _last_sd(metrics_dir: Path, stage: str, match: dict) -> tuple[float | None, bool]:
+    """The last run's spread for the row matching `match`, and whether its answers were binary."""
     try:
         rows = json.loads((metrics_dir / f"{stage}.json").read_text(encoding="utf-8")).get("paired") or []
     except (OSError, ValueError, AttributeError):
-        return None
+        return None, False
     for r in rows:
         if isinstance(r, dict) and all(r.get(k) == v for k, v in match.items()) and r.get("sd") is not None:
-            return float(r["sd"])
-    return None
+            return float(r["sd"]), bool(r.get("binary"))
+    return None, False
 
 
-def _reach(gate: str, n: int, margin: float, width: float | None, sd: float | None, from_run: bool) -> Reach:
+def _reach(gate: str, n: int, margin: float, width: float | None, sd: float | None, from_run: bool,
+           binary: bool = False) -> Reach:
     prior = "last run" if from_run else "identical answers"
     if sd is None and width is not None:
         sd = 0.0
     if sd is None:
         return Reach(gate, n, margin, None, prior, None, None)
-    power = against_margin({"n": n, "sd": sd}, margin, width)[1]
-    return Reach(gate, n, margin, sd, prior, power, required_n(margin, width, sd))
+    power = against_margin({"n": n, "sd": sd, "binary": binary}, margin, width)[1]
+    return Reach(gate, n, margin, sd, prior, power, required_n(margin, width, sd, binary=binary))
 
 
 def _suite_n(suite: str, size: int | None) -> int:
@@ -78,10 +82,10 @@ def plan(params, metrics_dir: str | Path = "metrics") -> list[Reach]:
     # every registered policy is promoted through its general gate (general.gated only decides what retrains)
     for model in dict.fromkeys([*(m for m in params.registry.candidates if m in ("sft", "grpo")), *g.gated]):
         for suite in active_suites(g):
-            sd = _last_sd(metrics_dir, "general", {"model": model, "suite": suite})
+            sd, binary = _last_sd(metrics_dir, "general", {"model": model, "suite": suite})
             low, high = BOUNDS[suite]
             out.append(_reach(f"general {suite} ({model} vs base)", _suite_n(suite, getattr(g.sizes, suite)),
-                              g.tolerance[suite], None if low is None else high - low, sd, sd is not None))
+                              g.tolerance[suite], None if low is None else high - low, sd, sd is not None, binary))
     if "student" in params.registry.candidates:
         d = params.distill
         out.append(_reach("distill student vs teacher (field accuracy)", d.eval_tasks, d.margin, 1.0, None, False))

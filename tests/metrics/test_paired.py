@@ -28,13 +28,14 @@ def test_known_shift_is_detected():
 
 def test_identical_inputs_bound_the_difference_only_as_tightly_as_n_allows():
     """Six identical answers are not a [0, 0] interval: the score interval of no change at n is
-    +-c^2 / (n + c^2) with c the t quantile (the Wilson interval's half-width at a proportion of 0)."""
+    +-c^2 / (n + c^2) with c the t quantile plus the continuity correction 1/sqrt(n) (the Wilson interval's
+    half-width at a proportion of 0)."""
     x = np.array([1, 0, 1, 1, 0, 0.5])
     res = paired_difference(x, x.copy())
-    c2 = stats.t.ppf(0.975, 5) ** 2
+    c2 = (stats.t.ppf(0.975, 5) + 1 / np.sqrt(6)) ** 2  # the t quantile and the continuity correction
     assert res == {"a": pytest.approx(x.mean()), "b": pytest.approx(x.mean()), "diff": 0.0, "sd": 0.0,
                    "ci": [pytest.approx(-c2 / (6 + c2)), pytest.approx(c2 / (6 + c2))], "p": 1.0, "n": 6,
-                   "mde": pytest.approx(res["mde"])}
+                   "mde": pytest.approx(res["mde"]), "binary": False}  # 0.5 is not binary
     # twenty times the tasks: a much tighter interval, still not degenerate
     wide = paired_difference(np.tile(x, 20), np.tile(x, 20))["ci"]
     assert 0 < wide[1] < res["ci"][1] / 10
@@ -110,12 +111,12 @@ def test_zero_denominator_tasks_are_left_out():
 
 
 @pytest.mark.parametrize("num_a,num_b,den,expected", [
-    ([], [], None, {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0, "sd": None, "mde": None}),
-    ([0, 0], [0, 0], [0, 0], {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0, "sd": None, "mde": None}),
-    ([1], [0], None, {"a": 1.0, "b": 0.0, "diff": 1.0, "ci": None, "p": None, "n": 1, "sd": None, "mde": None}),
-    ([2], [1], [4], {"a": 0.5, "b": 0.25, "diff": 0.25, "ci": None, "p": None, "n": 1, "sd": None, "mde": None}),
+    ([], [], None, {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0, "sd": None, "mde": None, "binary": None}),
+    ([0, 0], [0, 0], [0, 0], {"a": None, "b": None, "diff": None, "ci": None, "p": None, "n": 0, "sd": None, "mde": None, "binary": None}),
+    ([1], [0], None, {"a": 1.0, "b": 0.0, "diff": 1.0, "ci": None, "p": None, "n": 1, "sd": None, "mde": None, "binary": None}),
+    ([2], [1], [4], {"a": 0.5, "b": 0.25, "diff": 0.25, "ci": None, "p": None, "n": 1, "sd": None, "mde": None, "binary": None}),
     # one identical pair: no interval and no p (it used to be [0, 0], p=1, and passed non-inferiority)
-    ([1], [1], None, {"a": 1.0, "b": 1.0, "diff": 0.0, "ci": None, "p": None, "n": 1, "sd": None, "mde": None}),
+    ([1], [1], None, {"a": 1.0, "b": 1.0, "diff": 0.0, "ci": None, "p": None, "n": 1, "sd": None, "mde": None, "binary": None}),
 ])
 def test_degenerate_inputs(num_a, num_b, den, expected):
     assert paired_difference(num_a, num_b, den) == expected
