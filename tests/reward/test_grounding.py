@@ -287,7 +287,7 @@ def test_label_free_judge_accepts_the_right_answer():
      "sentence boundary"),
     ("product", "The battery lasts 30 hours, which is plenty for a long flight across the Atlantic and back again",
      "words copied"),  # one sentence, but 18 words and 97 characters: a passage
-    ("price", "about 2999", "not found"),
+    ("price", "about 2999", "breaks the field's schema"),  # a string for a number: no credit, found or not
 ])
 def test_label_free_judge_and_penalty_reject_scaled_copied_and_hedged_values(field, value, why):
     task = _task()
