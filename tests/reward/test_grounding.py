@@ -280,6 +280,22 @@ def test_label_free_judge_accepts_the_right_answer():
     assert rules_for(task)["price"] == STRICT
 
 
+@pytest.mark.parametrize("reference", [None, RIGHT])
+def test_the_right_number_in_the_wrong_type_is_not_faithful(reference):
+    """'2999 dollars' for a number field: the strict metric counts it wrong, so the judge gives it no credit (it used
+    to read it as 2999: the field_types share alone priced it), with the reference or without; a plain decimal string
+    is the one type the strict metric forgives, and so does the judge."""
+    task = _task(reference)
+    for wrong in ("2999 dollars", "$2999", {"value": 2999}, [2999]):
+        score, reason = _faithfulness(task, {**RIGHT, "price": wrong})
+        assert score == 3.0 * 3 / 4 and "price: " in reason and "breaks the field's schema" in reason, (wrong, reason)
+    assert _faithfulness(task, {**RIGHT, "price": "2999"})[0] == 3.0
+    assert _faithfulness(task, {**RIGHT, "battery_minutes": "1800.5"})[0] < 3.0  # a decimal for an integer
+    # A gold value that breaks its own schema: the schema is off, so the gold answer keeps full credit.
+    odd = _task({**RIGHT, "price": "2999 dollars"})
+    assert _faithfulness(odd, {**RIGHT, "price": "2999 dollars"})[0] == 3.0
+
+
 @pytest.mark.parametrize("field,value,why", [
     ("price", 2999000, "another unit"),  # scaled by a unit the text never states
     ("price", 2.999, "another unit"),
