@@ -183,6 +183,7 @@ def probe_table(items: list[CalItem], totals: list[float], min_margin: float = 0
     return rows
 
 
+# The ways to miss a field whose mean price the report lists (README: rubric economics).
 MISS_MODES = (*WRONG_ANSWERS, "null_for_present", "omitted_for_present")
 LAST_NULL = "last_null"  # all_null less all_null_but_one: the price of one null among every field's
 
