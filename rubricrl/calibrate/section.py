@@ -151,7 +151,7 @@ def label_free_lines(report: dict) -> list[str]:
              "left-out field vs its null: worst gap (share omission cheaper)", "all-null vs partly right: worst lead",
              "on-policy Spearman", "on-policy pairwise accuracy"]
     rows = [[n, a, b] for n, a, b in zip(names, _headline(report), _headline(free))
-            if extraction or not n.startswith(("null vs", "last null", "left-out", "all-null"))]  # prices of a missed JSON field
+            if extraction or not n.startswith(("null vs", "last null", "left-out", "all-null"))]  # a JSON field's prices
     how = []
     if extraction:
         how.append("the faithfulness judge can only check values against the source text and gives a null (or a "

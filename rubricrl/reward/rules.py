@@ -1,7 +1,7 @@
 """Rule criteria and penalties: small deterministic functions, registered by name.
 
 A criterion function returns (score, reason) within its criterion's range; a penalty function
-returns (units, reason) and the engine charges min(cap, per * units).
+returns (units, reason) and the engine charges min(cap, per * units) (per * units when cap is null).
 """
 
 from __future__ import annotations

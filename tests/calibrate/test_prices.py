@@ -8,13 +8,14 @@ import json
 
 import pytest
 
-from rubricrl.calibrate.calibrate import LAST_NULL, calibrate, calibration_set, economics
+from rubricrl.calibrate.calibrate import LAST_NULL, calibrate, calibration_set
 from rubricrl.calibrate.draft import derive_rubric
 from rubricrl.calibrate.gate import WRONG_ANSWERS, gate_failures
 from rubricrl.config import Params
 from rubricrl.data.generate import generate_dataset
 from rubricrl.data.prepare import prepare_splits
 from rubricrl.reward.load import load_rubric
+from rubricrl.reward.rules import check_registry
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.reward.spec import Rubric
 
@@ -98,6 +99,15 @@ def test_the_old_capped_price_fails_the_gate_naming_the_wrong_answers(stage):
     assert f"on {1 - row['share_null_dearer']:.0%} of tasks (worst gap {row['worst_gap']})" in fails["distractor_value"]
 
 
+def test_a_type_share_that_is_no_number_is_an_error_naming_its_key():
+    data = load_rubric("json_extraction").model_dump()
+    for p in data["penalties"]:
+        if p["id"] == "missed_values":
+            p["params"] = {"type_share": "3/N"}
+    assert check_registry(Rubric.model_validate(data)) == [
+        "penalties.missed_values.params.type_share: '3/N' is not a number >= 0"]
+
+
 def test_every_stated_field_of_120_generated_tasks_prices_its_null_above_each_wrong_answer():
     """The issue's count, field by field (not only the one a corruption picks): with the old prices a null was
     cheaper than a hedged number in 90 of 112 numeric fields and tied an invented string in 180 of 440."""
@@ -127,5 +137,6 @@ def test_every_stated_field_of_120_generated_tasks_prices_its_null_above_each_wr
             for w in wrong:
                 assert null > cost(k, w) + 1e-9, (t.id, k, w, null, cost(k, w))
             if isinstance(v, (int, float)):
-                assert cost(k, f"{v} stars") >= 9.0 / len(t.properties) - 1e-3  # a wrong value + type (judge: 4 decimals)
+                # priced as a wrong value of the wrong type (the judge's score has 4 decimals)
+                assert cost(k, f"{v} stars") >= 9.0 / len(t.properties) - 1e-3
     assert seen == {"number": 112, "string": 440, "list": 44}
