@@ -296,6 +296,19 @@ def test_the_right_number_in_the_wrong_type_is_not_faithful(reference):
     assert _faithfulness(odd, {**RIGHT, "price": "2999 dollars"})[0] == 3.0
 
 
+def test_a_broken_schema_the_strict_metric_forgives_keeps_its_credit():
+    """An enum's value in another case is right by the strict metric (strings compare casefolded): the judge credits
+    it as before (field_types charges the enum); another value that breaks the enum earns nothing."""
+    schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "blue"]},
+                                               "price": {"type": "number"}}}
+    task = Task(id="t-enum", instruction="Extract.", text="A red lamp for $25.", schema=schema,
+                reference={"colour": "red", "price": 25})
+    assert _faithfulness(task, {"colour": " RED ", "price": 25})[0] == 3.0
+    assert _faithfulness(task, {"colour": "Red!", "price": 25})[0] == 1.5
+    assert _faithfulness(task, {"colour": "red", "price": "25"})[0] == 3.0
+    assert _faithfulness(task, {"colour": "red", "price": "25 dollars"})[0] == 1.5
+
+
 @pytest.mark.parametrize("field,value,why", [
     ("price", 2999000, "another unit"),  # scaled by a unit the text never states
     ("price", 2.999, "another unit"),
