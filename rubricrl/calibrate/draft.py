@@ -77,7 +77,8 @@ def derive_rubric(tasks: list[Task], name: str = "generated") -> Rubric:
         # Abstaining must never be the cheapest way to miss a field (README: rubric economics): a null costs
         # 2 + 3 / N besides its faithfulness share, 1 more than the dearest wrong answer (a hedged or wrong-typed
         # value the text does not support: field_types' 3 / N + invented_values' 1), at any number of nulls.
-        Penalty(id="missed_values", fn="missed_values", per=2.0, cap=None, params={"type_share": _type_share(criteria)},
+        Penalty(id="missed_values", fn="missed_values", per=2.0, cap=None,
+                params={"type_share": _type_share(criteria)},
                 source="extraction: null only where the source lacks the information",
                 description="A null (or a left-out field) where the source states the value, per field."),
     ]
