@@ -29,6 +29,16 @@ def tiny_tasks() -> list[Task]:
     ]
 
 
+def load_benchmark(name: str):
+    """A script of benchmarks/ as a module (they are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def monitor_tasks(k: int = 8) -> list[Task]:
     """k validation tasks with gold answers, every value stated (tiny_tasks' schema): enough tasks for the hack
     monitor to show a rise on evidence (rubricrl.metrics.rise.MIN_TASKS is 6)."""

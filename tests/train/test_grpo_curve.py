@@ -3,16 +3,13 @@ the end): the paired comparison with SFT per step and part, the step profile and
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
-from tests.train_helpers import ROOT
+from tests.train_helpers import load_benchmark
 
 
 def test_smoke_curve_writes_every_setting_and_step(tmp_path):
-    spec = importlib.util.spec_from_file_location("grpo_curve", ROOT / "benchmarks" / "grpo_curve.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("grpo_curve")
     assert bench.main(["--smoke", "--out", str(tmp_path)]) == 0
     curve = json.loads((tmp_path / "curve.json").read_text())
     assert list(curve["settings"]) == ["default", "lr2e-5"] and curve["tasks"] == sum(curve["parts"].values()) > 0

@@ -3,18 +3,15 @@ the hackable rubric variant, the training entry, the timeline and the summary fi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import yaml
 
-from tests.train_helpers import ROOT
+from tests.train_helpers import load_benchmark
 
 
 def test_smoke_run_writes_the_summary(tmp_path):
-    spec = importlib.util.spec_from_file_location("hackable_rubric", ROOT / "benchmarks" / "hackable_rubric.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("hackable_rubric")
     assert bench.main(["--smoke", "--out", str(tmp_path)]) == 0
 
     rubric = yaml.safe_load((tmp_path / "hackable_rubric.yaml").read_text())
