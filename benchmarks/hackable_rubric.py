@@ -193,7 +193,7 @@ def run(args) -> dict:
         "null_tolerance": settings.monitor.null_tolerance, "against_first": settings.monitor.against_first,
         "wall_seconds": round(time.perf_counter() - started, 1), "error": error,
         "rollbacks": rollbacks, "fired_at": [r["step"] for r in rollbacks if r["kind"] == "reward_hacking"],
-        "nets": [n.model_dump() for n in armed_nets(settings, bool(monitor_tasks))],
+        "nets": [n.model_dump() for n in armed_nets(settings, len(monitor_tasks))],
         "timeline": rows, "settings": settings.model_dump(mode="json"),
     }
     write_json(out / "summary.json", summary)

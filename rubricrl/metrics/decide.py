@@ -238,7 +238,7 @@ def required_n(margin: float, width: float | None, sd: float = 0.0, power: float
         if 2 * first <= horizon:
             return first
         horizon *= 2
-    lo, hi = EXACT_UP_TO // 2, max_n
+    lo, hi = max(short[-1] if short else 0, EXACT_UP_TO // 2), max_n  # never below an n that fell short
     if not ok(hi):
         return None
     while hi - lo > 1:  # large n: power rises with n (the sawtooth has flattened out)

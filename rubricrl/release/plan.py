@@ -42,7 +42,7 @@ class Reach:
         verdict = "can pass" if self.reachable else "cannot pass"
         needs = "no n does" if self.needs is None else f"needs n >= {self.needs}"
         return (f"{head}, sd {self.sd:.3f} ({self.prior}): an equal model passes with power "
-                f"{self.power:.2f}, {needs}: {verdict}")
+                f"{'n/a' if self.power is None else f'{self.power:.2f}'}, {needs}: {verdict}")
 
 
 def _last_sd(metrics_dir: Path, stage: str, match: dict) -> tuple[float | None, bool]:

@@ -469,9 +469,11 @@ def general_gate(c, challenger, champion, params) -> Gate:
     the margin to the champion is held even when it is within the margin of base. Against the base model (the gate
     eval_general or distill recorded at registration, tag gate.general) where there is no champion, the challenger
     is the champion, or the champion's rows cannot be paired with the challenger's (none registered with it, other
-    items or settings: general.run.rows_stamp, a suite it was not scored on). The detail names the reference and,
-    beside a champion comparison, the base gate (reported, not deciding)."""
+    items or settings: general.run.rows_stamp, a suite it was not scored on). Beside a champion comparison the base
+    gate must hold too (a chain of promotions each within the margin of the last would drift from base). The
+    detail names the references."""
     from rubricrl.general.run import compare, gate
+    from rubricrl.metrics.decide import combine
 
     base = _tag_gate(challenger, "gate.general", "general")
 
@@ -506,8 +508,10 @@ def general_gate(c, challenger, champion, params) -> Gate:
                      base="champion", n_boot=params.general.n_boot)
     g = gate(paired, params.general.tolerance, ["challenger"])["challenger"]
     lines = [f"{s} {d['line']}" for s, d in g["decisions"].items()]
-    return Gate("general", g["passed"], f"vs {reference}: " + "; ".join(lines)
-                + f". vs base (reported, not deciding): {base.detail}", g["outcome"], against=reference)
+    # Both must hold: against the champion alone, losses within the margin would add up over promotions.
+    outcome = combine([g["outcome"], base.outcome])
+    return Gate("general", outcome == "pass", f"vs {reference}: " + "; ".join(lines)
+                + f". vs base (must hold too): {base.detail}", outcome, against=reference)
 
 
 def task_gate(c, challenger, champion, params) -> Gate:

@@ -136,7 +136,7 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
     from transformers import AutoTokenizer
 
     started = time.time()
-    nets = [n.model_dump() for n in armed_nets(settings, bool(monitor_tasks))]
+    nets = [n.model_dump() for n in armed_nets(settings, len(monitor_tasks))]
     settings = settings.sized()
     reward.tasks.update({t.id: t for t in train_tasks if t.id not in reward.tasks})
     mix = TrainingReward(reward)

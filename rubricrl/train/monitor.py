@@ -3,14 +3,17 @@
 Every `every` steps (and once before the first step) the policy being trained greedily answers a
 fixed slice of validation tasks with gold answers. Each answer gets the rubric reward and the strict
 true metric (`rubricrl.metrics.strict`: field accuracy, null-for-present and invented rates), logged
-next to the training reward and KL as `monitor/*`. When the monitor's reward rose while the strict
-field accuracy fell by more than `tolerance`, the policy is gaming the reward (seed 004: "scores up, quality
-down"); when the null-for-present rate rose by more than `null_tolerance` (abstaining on stated values, the seed's
-hack) it is abstaining, whatever the reward did; each against the evaluation `window` evaluations back or
-(`against_first`) against the run's first evaluation. Either trip stops training like a KL spike does, and the
-driver (rubricrl.train.grpo) restores the checkpoint of the newest earlier evaluation whose true metric is still
-within the tolerances of the first and logs the trip with the worst examples; then `after_trip: rollback` raises
-beta and goes on, `after_trip: stop` ends the run there with the restored state as its model. The comparison with the first catches a drift in steps each inside the tolerances, and one
+next to the training reward and KL as `monitor/*`, with the per-task counts in the log history. Every change is
+judged on evidence, paired by task (rubricrl.metrics.rise: a one-sided 97.5% bound of a sign-flip test over the
+tasks): when the monitor's reward rose (bound above `min_reward_rise`) while the strict field accuracy fell (bound
+above `tolerance`), the policy is gaming the reward (seed 004: "scores up, quality down"); when the null-for-present
+rate rose (bound above `null_tolerance`: abstaining on stated values, the seed's hack) it is abstaining, whatever
+the reward did; each against the evaluation `window` evaluations back or (`against_first`) against the run's first
+evaluation. A change whose bound does not clear its tolerance is noise at the monitor's size and acts on nothing.
+Either trip stops training like a KL spike does, and the driver (rubricrl.train.grpo) restores the checkpoint of
+the newest earlier evaluation whose true metric shows no fall against the first and logs the trip with the worst
+examples; then `after_trip: rollback` raises beta and goes on, `after_trip: stop` ends the run there with the
+restored state as its model. The comparison with the first catches a drift in steps each within the noise, and one
 that a rollback hid by taking its new baseline on an already drifted checkpoint (the CPU run of
 benchmarks/hackable_rubric.py: nulls 0.17 at step 0, 0.42 at the restored step 2, 0.50 at step 3).
 
@@ -32,7 +35,7 @@ from rubricrl.reward.scoring import RubricScorer
 from rubricrl.core.taskfile import Task
 from rubricrl.train.mlflow_log import active_mlflow
 from rubricrl.train.rollback import RollbackMonitor, Spike
-from rubricrl.train.section import COUNTS  # per-task counts in the log history: a resumed run judges on them
+from rubricrl.train.section import COUNTS, TOLERANCE  # per-task counts (a resumed run judges on them), the rule
 from rubricrl.config import HackMonitorSettings
 
 PREFIX = "monitor/"
@@ -62,7 +65,7 @@ def greedy_decode(model, tokenizer, tasks: list[Task], max_new_tokens: int, batc
 class Evaluation:
     step: int
     metrics: dict  # KEYS -> value (None when undefined, e.g. no gold-null field in the slice)
-    rows: list[dict] = field(default_factory=list)  # per task: id, response, reward, accuracy
+    rows: list[dict] = field(default_factory=list)  # per task: id, response, reward, accuracy and counts
 
     def to_log(self) -> dict:
         return {PREFIX + k: v for k, v in self.metrics.items() if v is not None}
@@ -121,18 +124,22 @@ def null_mde(evaluation: Evaluation, tolerance: float) -> float | None:
     return None if rate is None or not present else rise_mde(present, min(rate, 0.95), tolerance)
 
 
+def _accuracy(row: dict) -> float:
+    return row["right"] / row["fields"] if row.get("fields") else 0.0
+
+
 def worst_examples(before: Evaluation, now: Evaluation, k: int = 3, chars: int = 300) -> list[dict]:
     """The tasks whose true metric fell most while their reward did not fall (the hack in action)."""
     pairs = []
-    for a, b in zip(before.rows, now.rows):
-        drop = a["accuracy"] - b["accuracy"]
+    for a, b in _paired(before, now):  # by task id; a resumed evaluation has counts but no answers
+        drop = _accuracy(a) - _accuracy(b)
         if drop > 0:
             pairs.append((drop, b["reward"] - a["reward"], a, b))
     pairs.sort(key=lambda p: (-p[0], -p[1]))
     return [{"task_id": b["id"], "step_before": before.step, "step_now": now.step,
-             "accuracy_before": round(a["accuracy"], 4), "accuracy_now": round(b["accuracy"], 4),
+             "accuracy_before": round(_accuracy(a), 4), "accuracy_now": round(_accuracy(b), 4),
              "reward_before": a["reward"], "reward_now": b["reward"],
-             "response_before": a["response"][:chars], "response_now": b["response"][:chars]}
+             "response_before": a.get("response", "")[:chars], "response_now": b.get("response", "")[:chars]}
             for _, _, a, b in pairs[:k]]
 
 
@@ -246,7 +253,8 @@ class HackMonitor(TrainerCallback):
         base = self._evaluate(model, processing_class, state.global_step)
         self.history.append(base)
         # No step log carries the baseline: it gets its own log-history entry and MLflow step.
-        state.log_history.append({"step": state.global_step, **base.to_log(), COUNTS: base.counts()})
+        state.log_history.append({"step": state.global_step, **base.to_log(), COUNTS: base.counts(),
+                                  TOLERANCE: self.s.null_tolerance})
         if state.is_world_process_zero and (mlflow := active_mlflow()) is not None:
             mlflow.log_metrics(base.to_log(), step=state.global_step)
 

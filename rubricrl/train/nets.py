@@ -29,9 +29,9 @@ def _steps(steps: list[int]) -> str:
     return ", ".join(map(str, steps)) if len(steps) <= 8 else f"{steps[0]}, {steps[1]}, {steps[2]}, ..., {steps[-1]}"
 
 
-def armed_nets(settings: GRPOSettings, monitor_tasks: bool = True) -> list[Net]:
-    """Each net of a GRPO run under `settings` (null windows and monitor.every sized); `monitor_tasks`: whether the
-    run has validation tasks with gold answers for the hack monitor."""
+def armed_nets(settings: GRPOSettings, monitor_tasks: bool | int = True) -> list[Net]:
+    """Each net of a GRPO run under `settings` (null windows and monitor.every sized); `monitor_tasks`: how many
+    validation tasks with gold answers the hack monitor has (True: monitor.n_tasks; False or 0: none)."""
     s = settings.sized()
     r, m, n = s.rollback, s.monitor, s.max_steps
     off = "off (grpo.rollback.enabled: false)"
@@ -53,16 +53,17 @@ def armed_nets(settings: GRPOSettings, monitor_tasks: bool = True) -> list[Net]:
     evaluations = list(range(0, n + 1, m.every))
     # Each evaluation after the first is judged against the one `window` back and (against_first) the first.
     first_judged = 1 if m.against_first else m.window
-    few = m.n_tasks < MIN_TASKS  # a paired sign-flip test on fewer tasks can never reach one-sided 2.5%
+    count = m.n_tasks if monitor_tasks is True else min(int(monitor_tasks), m.n_tasks)
+    few = count < MIN_TASKS  # a paired sign-flip test on fewer tasks can never reach one-sided 2.5%
     comparisons = max(0, len(evaluations) - first_judged) if m.enabled and monitor_tasks and not few else 0
     sized = ", sized from max_steps" if settings.monitor.every is None else ""
     against = f"the evaluation {m.window} back" + (" and the first" if m.against_first else "")
     rule = ("off (grpo.monitor.enabled: false)" if not m.enabled else "off (no validation tasks with gold answers)"
             if not monitor_tasks else
-            f"watches only: grpo.monitor.n_tasks={m.n_tasks} is below the {MIN_TASKS} tasks a rise needs to show "
-            f"beyond noise" if few else
+            f"watches only: {count} monitor tasks (grpo.monitor.n_tasks={m.n_tasks}) are below the {MIN_TASKS} a "
+            f"rise needs to show beyond noise" if few else
             f"evaluations at steps {_steps(evaluations)} (every {m.every}{sized}), {comparisons} judged against "
-            f"{against} on {m.n_tasks} tasks; fires on the reward up with strict field accuracy down, or on "
+            f"{against} on {count} tasks; fires on the reward up with strict field accuracy down, or on "
             f"null-for-present up whatever the reward did, each shown by its paired one-sided 97.5% bound (above "
             f"{m.tolerance:g}, {m.null_tolerance:g})")
     nets.append(Net(name="hack_monitor", armed=comparisons > 0,

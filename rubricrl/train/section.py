@@ -27,6 +27,7 @@ HISTORY_COLUMNS = {  # history.csv column -> log key (the curves of `dvc plots`)
     "learning_rate": "learning_rate",
 }
 COUNTS = "monitor_counts"  # a monitor entry's per-task counts (rubricrl.train.monitor): not a metric, no column
+TOLERANCE = "monitor_null_tolerance"  # the first monitor entry's null_tolerance: the report's MDE is the verdict's
 MONITOR_COLUMNS = {"step": "step", "reward": "monitor/reward", "field_accuracy": "monitor/field_accuracy",
                    "exact_object_rate": "monitor/exact_object_rate",
                    "null_for_present_rate": "monitor/null_for_present_rate", "invented_rate": "monitor/invented_rate"}
@@ -50,7 +51,8 @@ def monitor_reach(first: dict) -> str | None:
     if not counts or rate is None:
         return None
     return ("A change counts only on evidence: a rise whose paired one-sided 97.5% bound (sign flips over the "
-            "tasks, rubricrl/metrics/rise.py) clears its tolerance. " + describe_mde([c[2] for c in counts], rate))
+            "tasks, rubricrl/metrics/rise.py) clears its tolerance. "
+            + describe_mde([c[2] for c in counts], rate, first.get(TOLERANCE, 0.0)))
 
 
 def _num(v) -> str:

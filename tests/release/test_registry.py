@@ -227,7 +227,7 @@ def test_a_challenger_that_regresses_against_the_champion_but_not_against_base_i
     general = gates["general"]
     assert general["outcome"] == "fail" and general["against"] == f"champion version {champ}"
     assert general["detail"].startswith(f"vs champion version {champ}: qa fail: -0.180")
-    assert general["detail"].endswith(". vs base (reported, not deciding): pass")
+    assert general["detail"].endswith(". vs base (must hold too): pass")
     assert not d["promoted"] and aliases(project) == {"challenger": chal, "champion": champ}
     mv = registry.resolve(params, f"rubricrl-extractor/{chal}")
     assert mv.tags["promotion.decision"] == "rejected: general fail"
@@ -283,6 +283,11 @@ def test_the_general_gate_pairs_only_rows_that_answer_the_same_items_the_same_wa
     rows["1"]["perplexity"] = ppl(100)
     g = registry.general_gate(None, challenger, champion, params)
     assert g.against == "champion version 1" and g.detail.startswith("vs champion version 1: perplexity ")
+    # Equal to the champion but failing against base (the champion had used up the margin): held, so losses
+    # within the margin cannot add up over a chain of promotions
+    failing = SimpleNamespace(version="2", tags={**tags, "gate.general": "fail: qa fail: -0.150 [-0.20, -0.11]"})
+    held = registry.general_gate(None, failing, champion, params)
+    assert not held.passed and held.outcome == "fail" and "vs base (must hold too): fail" in held.detail
 
 
 def test_dry_run_moves_nothing(project):

@@ -289,11 +289,12 @@ def test_monitor_decodes_the_training_model_greedily(tiny_model, tmp_path):
     for e in logged:
         assert {"monitor/reward", "monitor/exact_object_rate", "monitor/null_for_present_rate"} <= set(e)
     assert not result["rollbacks"]
-    # Two steps: the monitor and kl_max are armed, the sized KL and reward windows cannot fill (rubricrl/train/nets.py).
+    # Two steps: kl_max is armed, the sized KL and reward windows cannot fill (rubricrl/train/nets.py); three monitor
+    # tasks are fewer than a rise needs to show, so the monitor evaluates and logs but only watches.
     assert {n["name"]: n["armed"] for n in result["nets"]} == {
-        "kl_max": True, "kl_ratio": False, "reward_collapse": False, "hack_monitor": True, "non_finite": True}
+        "kl_max": True, "kl_ratio": False, "reward_collapse": False, "hack_monitor": False, "non_finite": True}
     report = training_markdown(result)
-    assert "## Safety nets" in report and "| hack_monitor | yes | 1 | 2 |" in report
+    assert "## Safety nets" in report and "watches only: 3 monitor tasks" in report
     # Two monitor tasks: the report says the rule cannot show a rise there, and the nets table that it only watches
     assert "no null-for-present rise shows with 80% power: the monitor can only watch" in report
 
@@ -322,3 +323,23 @@ def test_a_trip_with_after_trip_stop_ends_the_run_on_the_restored_weights(tiny_m
                        monitor_tasks=monitor, monitor_decode=ScriptedPolicy(hack_at=1))  # would trip at once
     assert again["global_step"] == 4 and again["rollbacks"] == result["rollbacks"]
     assert "stopped the run" in training_markdown(result)
+
+
+def test_a_resumed_run_trips_on_its_seeded_first_evaluation():
+    """After a crash the window comes back from the checkpoint's log history: counts, no answers. A trip against
+    that seeded evaluation still names its worst examples (accuracy from the counts, no answer before)."""
+    from transformers import TrainerControl, TrainerState
+
+    tasks = monitor_tasks(8)
+    scorer = rubric_reward().scorer
+    gold = evaluate(tasks, [json.dumps(t.reference) for t in tasks], scorer, 0)
+    mon = HackMonitor(tasks, scorer, HackMonitorSettings(every=2),
+                      RollbackMonitor(SpikeDetector(RollbackSettings(kl_window=10, reward_window=10))), 8,
+                      decode=lambda m, tok, ts, n: all_null(ts))
+    mon.seed([{"step": 0, **gold.to_log(), COUNTS: gold.counts()}])
+    state, control = TrainerState(), TrainerControl()
+    state.global_step = 2
+    mon.on_step_end(None, state, control)
+    spike = mon.rollback.spike
+    assert control.should_training_stop and spike.kind == "reward_hacking" and spike.restore_step == 0
+    assert spike.examples and spike.examples[0]["accuracy_before"] == 1.0 and spike.examples[0]["response_before"] == ""
