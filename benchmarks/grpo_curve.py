@@ -118,6 +118,10 @@ def train_setting(name, overlay, args, params, model, tasks, reward, work):
     return settings, result, clock.seconds, time.perf_counter() - started
 
 
+def _step_completions(s) -> int:
+    return s.step_completions or s.per_device_batch_size * s.grad_accum  # set, or both numbers (no auto on a CPU)
+
+
 def run(args) -> dict:
     from rubricrl.config import load_params
     from rubricrl.core.atomic import write_json, write_text
@@ -161,10 +165,12 @@ def run(args) -> dict:
         settings, result, step_seconds, wall = train_setting(name, SETTINGS[name], args, params, model, train,
                                                              reward, work)
         points = {}
-        for step in range(args.eval_every, args.steps + 1, args.eval_every):
+        for step in range(args.eval_every, result["global_step"] + 1, args.eval_every):  # a stopped run: fewer
             ckpt = work / name / "checkpoints" / f"checkpoint-{step}"
             if step == result["global_step"] and not ckpt.is_dir():
                 target = Path(result["model_dir"])
+            elif not ckpt.is_dir():  # pruned or never written (a rollback redid the steps after it)
+                continue
             else:
                 target = work / name / f"model-{step}"
                 publish_checkpoint_model(ckpt, target, model)
@@ -172,8 +178,8 @@ def run(args) -> dict:
         rollouts = result.get("rollouts") or {}
         curve["settings"][name] = {
             "overlay": SETTINGS[name], "lr": settings.learning_rate, "beta": settings.beta,
-            "prompts_x_completions": f"{settings.per_device_batch_size * settings.grad_accum // settings.num_generations}"
-                                     f" x {settings.num_generations}",
+            "prompts_x_completions": f"{_step_completions(settings) // settings.num_generations} x "
+                                     f"{settings.num_generations}",
             "precision": result["precision"], "loss_type": settings.loss_type,
             "aggregation": settings.multi_objective_aggregation, "global_step": result["global_step"],
             "rollbacks": [r["reason"] for r in result["rollbacks"]], "wall_seconds": round(wall, 1),
