@@ -45,6 +45,8 @@ SETTINGS = {
     "lr2e-5_4x2": {"learning_rate": 2e-5, "num_generations": 2, "per_device_batch_size": 2, "grad_accum": 4},
     "lr1e-5_bf16": {"learning_rate": 1e-5, "precision": "bf16"},
     "lr2e-5_gdpo": {"learning_rate": 2e-5, "multi_objective_aggregation": "normalize_then_sum"},
+    "lr1e-5": {"learning_rate": 1e-5},
+    "lr1e-5_gdpo": {"learning_rate": 1e-5, "multi_objective_aggregation": "normalize_then_sum"},
 }
 SMOKE = {"num_generations": 2, "per_device_batch_size": 2, "grad_accum": 1, "step_completions": None,
          "max_completion_length": 8, "max_prompt_length": 4096, "learning_rate": 1e-3, "device": "cpu",
@@ -125,6 +127,7 @@ def _step_completions(s) -> int:
 def run(args) -> dict:
     from rubricrl.config import load_params
     from rubricrl.core.atomic import write_json, write_text
+    from rubricrl.core.errors import TrainingError
     from rubricrl.core.taskfile import load_tasks
     from rubricrl.evaluate.task import task_part, test_slice
     from rubricrl.reward.functions import RubricReward
@@ -132,6 +135,7 @@ def run(args) -> dict:
     from rubricrl.reward.scoring import RubricScorer
     from rubricrl.stages.paths import DATA, RUBRIC
     from rubricrl.train.checkpoints import publish_checkpoint_model
+    from rubricrl.train.grpo import STATE_FILE
     from rubricrl.train.section import criterion_series
 
     out = Path(args.out)
@@ -162,8 +166,16 @@ def run(args) -> dict:
              "parts": dict(sorted({p: sum(1 for v in parts.values() if v == p) for p in parts.values()}.items())),
              "sft": compare(sft, sft, parts), "settings": {}}
     for name in args.settings:
-        settings, result, step_seconds, wall = train_setting(name, SETTINGS[name], args, params, model, train,
-                                                             reward, work)
+        try:
+            settings, result, step_seconds, wall = train_setting(name, SETTINGS[name], args, params, model, train,
+                                                                 reward, work)
+        except TrainingError as err:  # the safety nets gave up (rollbacks spent): that is this setting's result
+            state = json.loads((work / name / STATE_FILE).read_text()) if (work / name / STATE_FILE).is_file() else {}
+            curve["settings"][name] = {"overlay": SETTINGS[name], "error": str(err),
+                                       "rollbacks": [r["reason"] for r in state.get("rollbacks", [])], "points": {}}
+            write_json(out / "curve.json", curve)
+            write_text(out / "curve.md", markdown(curve))
+            continue
         points = {}
         for step in range(args.eval_every, result["global_step"] + 1, args.eval_every):  # a stopped run: fewer
             ckpt = work / name / "checkpoints" / f"checkpoint-{step}"
@@ -222,6 +234,9 @@ def markdown(curve: dict) -> str:
               "## Settings and where a step's time goes", ""]
     rows = []
     for name, s in curve["settings"].items():
+        if "error" in s:
+            rows.append([name, *["-"] * 8, f"stopped: {s['error']}"])
+            continue
         steps = s["step_seconds"]
         mean = sum(steps) / len(steps) if steps else None
         gen = s["generation_seconds"]
