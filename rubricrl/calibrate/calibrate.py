@@ -185,6 +185,7 @@ def probe_table(items: list[CalItem], totals: list[float], min_margin: float = 0
 
 # The ways to miss a field whose mean price the report lists (README: rubric economics).
 MISS_MODES = (*WRONG_ANSWERS, "null_for_present", "omitted_for_present")
+BROKEN = ("truncated_json", "prose")  # answers with no JSON object: they state nothing
 LAST_NULL = "last_null"  # all_null less all_null_but_one: the price of one null among every field's
 
 
@@ -215,9 +216,12 @@ def economics(items: list[CalItem], totals: list[float]) -> dict:
     - leaving a field out is never cheaper than a null for it: on every task, the answer without the field of a
       stated value costs at least what the null for that same field costs (a tie where the schema does not
       require the field: the true metric counts a left-out field as a null);
-    - an all-null answer scores below the partly right one (nulls only where the policy is unsure).
+    - an all-null answer scores below the partly right one (nulls only where the policy is unsure);
+    - breaking the JSON is never cheaper than answering every field null: on every task, each answer with no JSON
+      object (BROKEN: cut short, prose) costs at least what the all-null answer costs (`broken_vs_all_null`).
     """
     margins = _margins(items, totals)
+    broken = [g for mode in BROKEN for g in _gaps(margins.get(mode, {}), margins.get("all_null", {}))]
     every, but_one = margins.get("all_null", {}), margins.get("all_null_but_one", {})
     margins[LAST_NULL] = {t: every[t] - but_one[t] for t in sorted(set(every) & set(but_one))}
     cost = {m: round(float(np.mean(list(margins[m].values()))), 3) for m in (*MISS_MODES, LAST_NULL) if margins.get(m)}
@@ -232,6 +236,9 @@ def economics(items: list[CalItem], totals: list[float]) -> dict:
                              "share_omission_cheaper": round(float(np.mean([g < -1e-9 for g in omit])), 4) if omit else None},
         "all_null_vs_partial": {"n": len(lead), "worst_lead": round(min(lead), 3) + 0.0 if lead else None,
                                 "mean_lead": round(float(np.mean(lead)), 3) if lead else None},
+        "broken_vs_all_null": {"n": len(broken), "worst_gap": round(min(broken), 3) + 0.0 if broken else None,
+                               "share_broken_cheaper": round(float(np.mean([g < -1e-9 for g in broken])), 4)
+                               if broken else None},
     }
 
 

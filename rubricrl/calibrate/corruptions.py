@@ -309,9 +309,9 @@ MODES: tuple[Mode, ...] = (
     Mode("placeholder_for_null", ("placeholder_values", "invented_values"), 1, _placeholder_for_null),
     Mode("chatter_before_json", ("format", "extra_text"), 2, _chatter),
     Mode("code_fence", ("format", "extra_text"), 2, _code_fence),
-    Mode("truncated_json", ("format",), 0, _truncated),
+    Mode("truncated_json", ("format", "missed_values"), 0, _truncated),
     Mode("empty_object", ("required_fields",), 0, lambda t, r: "{}"),
-    Mode("prose", ("format",), 0, _prose),
+    Mode("prose", ("format", "missed_values"), 0, _prose),
     Mode("repeated_text", ("format", "extra_text"), 2, _repeated),
     Mode("judge_injection", ("extra_text",), 0, _injection),
     # What a policy really does under a reward it can game (seed 004: assume it finds every hole).

@@ -96,6 +96,13 @@ def _failures(figures: dict, bars, min_margin: float, label_free: bool = False) 
         fails.append(f"economics: leaving out the field of a stated value costs less than a null for it on "
                      f"{ovn['share_omission_cheaper']:.0%} of tasks{where} (worst gap {ovn['worst_gap']}): omitting is "
                      f"cheaper than abstaining, so the policy would learn to drop the fields it is unsure of; {fix}")
+    bvn = econ.get("broken_vs_all_null") or {}
+    if bvn.get("n") and bvn["worst_gap"] < -1e-9:
+        fix = ("" if label_free else "; charge an answer with no JSON object every value the source gives "
+               "(missed_values)")
+        fails.append(f"economics: an answer with no JSON object (cut short, prose) costs less than an all-null answer "
+                     f"on {bvn['share_broken_cheaper']:.0%} of tasks{where} (worst gap {bvn['worst_gap']}): breaking "
+                     f"the JSON is a cheaper way to miss every field, so the policy would learn to break it{fix}")
     anp = econ.get("all_null_vs_partial") or {}
     if anp.get("n") and anp["worst_lead"] < bars.min_margin:
         fails.append(f"economics: an all-null answer scores less than rubric.min_margin={bars.min_margin} below a "

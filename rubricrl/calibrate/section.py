@@ -78,6 +78,11 @@ def markdown(report: dict, gate: list[str]) -> str:
                   table(["way to miss", "mean cost", "null dearer on (worst gap)", "last null dearer on (worst gap)"],
                         [[mode, cost, dearer(first.get(mode)), dearer(last.get(mode))]
                          for mode, cost in econ["cost"].items()])]
+        bvn = econ.get("broken_vs_all_null") or {}  # absent from reports written before it
+        if bvn.get("n"):
+            lines += ["", f"An answer with no JSON object (cut short, prose) costs less than the all-null answer on "
+                          f"{bvn['share_broken_cheaper']:.0%} of {bvn['n']} (task, answer) pairs (worst gap "
+                          f"{bvn['worst_gap']}; it must be 0%)."]
         if ovn:
             lines.append(f"- left-out field vs its null on {ovn['n']} tasks: worst gap {_cell(ovn['worst_gap'])} "
                          f"(omission cheaper on {_cell(ovn['share_omission_cheaper'])} of them)")

@@ -8,13 +8,14 @@ import json
 
 import pytest
 
-from rubricrl.calibrate.calibrate import LAST_NULL, calibrate, calibration_set
+from rubricrl.calibrate.calibrate import BROKEN, LAST_NULL, calibrate, calibration_set
 from rubricrl.calibrate.draft import derive_rubric
 from rubricrl.calibrate.gate import WRONG_ANSWERS, gate_failures
 from rubricrl.config import Params
 from rubricrl.data.generate import generate_dataset
 from rubricrl.data.prepare import prepare_splits
 from rubricrl.reward.load import load_rubric
+from rubricrl.reward.parse import parse_response
 from rubricrl.reward.rules import check_registry
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.reward.spec import Rubric
@@ -60,6 +61,8 @@ def test_the_price_order_holds_on_every_calibration_task_and_corruption(stage, w
             assert c[LAST_NULL] == pytest.approx(c["null_for_present"], abs=1e-3)  # no cap: the last costs the first's
         if "null_for_present" in c:
             assert c["omitted_for_present"] >= c["null_for_present"] - 1e-9
+        for broken in BROKEN:  # no JSON object misses every field: never cheaper than all of them null
+            assert c[broken] >= c["all_null"] - 1e-9, (tid, broken, c[broken], c["all_null"])
     assert min(checked.values()) >= 20, checked  # every wrong answer met on many tasks
     # The report says the same, and the gate passes.
     cal = calibrate(rubric, RubricScorer(rubric), calibration_set(tasks, PARAMS.rubric.seed),
@@ -68,7 +71,38 @@ def test_the_price_order_holds_on_every_calibration_task_and_corruption(stage, w
     for key in ("null_vs_misses", "last_null_vs_misses"):
         assert set(econ[key]) == set(WRONG_ANSWERS)
         assert all(row["share_null_dearer"] == 1.0 and row["worst_gap"] > 0 for row in econ[key].values()), econ[key]
+    assert econ["broken_vs_all_null"]["share_broken_cheaper"] == 0.0
     assert gate_failures(cal.report, BARS) == []
+
+
+def test_a_broken_answer_is_never_a_cheaper_miss_than_nulls(stage):
+    """Measured on the SFT's own samples: with uncapped nulls and a free broken answer, a truncated sample (no JSON
+    object, strict accuracy 0) outscored partly right answers with many nulls. A broken answer misses every stated
+    value; the same rubric without that charge fails the gate, naming it."""
+    tasks, drafted = stage
+    task = next(t for t in tasks if sum(v is not None for v in t.reference.values()) >= 4)
+    scorer = RubricScorer(drafted)
+    ref = task.reference
+    stated = [k for k, v in ref.items() if v is not None]
+    partly = json.dumps({**ref, **{k: None for k in stated[1:]}}, ensure_ascii=False)  # one right, the rest null
+    cut = json.dumps(ref, ensure_ascii=False)[:-5]
+    assert scorer.score(task, partly).total > scorer.score(task, cut).total
+    assert scorer.score(task, partly).total > scorer.score(task, "I cannot answer in JSON.").total
+
+    class FreeBroken(RubricScorer):  # the price before: an answer with no JSON object missed nothing
+        def score_batch(self, pairs):
+            out = super().score_batch(pairs)
+            for (_, response), r in zip(pairs, out):
+                if parse_response(response).obj is None:
+                    for c in r.components:
+                        if c.id == "missed_values":
+                            c.score = 0.0
+            return out
+
+    cal = calibrate(drafted, FreeBroken(drafted), calibration_set(tasks, PARAMS.rubric.seed),
+                    min_margin=BARS.min_margin)
+    fails = [f for f in gate_failures(cal.report, BARS) if "no JSON object" in f]
+    assert len(fails) == 1 and "breaking the JSON is a cheaper way to miss every field" in fails[0], fails
 
 
 def _capped(rubric: Rubric) -> Rubric:
