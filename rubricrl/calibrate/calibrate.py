@@ -26,6 +26,7 @@ from sklearn.metrics import roc_auc_score
 
 from rubricrl.metrics.true_metric import true_counts
 from rubricrl.calibrate.corruptions import corrupt
+from rubricrl.calibrate.gate import WRONG_ANSWERS
 from rubricrl.calibrate.reply_corruptions import EXPECTED, corrupt_reply
 from rubricrl.core.prompt import gold_completion
 from rubricrl.reward.scoring import RubricScorer, ScoreResult
@@ -182,8 +183,10 @@ def probe_table(items: list[CalItem], totals: list[float], min_margin: float = 0
     return rows
 
 
-# The ways to miss a field a policy chooses between, cheapest first by intent (README: rubric economics).
-MISS_MODES = ("distractor_value", "wrong_value", "null_for_present", "omitted_for_present", "invented_value")
+# The ways to miss a field whose mean price the report lists (README: rubric economics).
+MISS_MODES = (*WRONG_ANSWERS, "null_for_present", "omitted_for_present")
+BROKEN = ("truncated_json", "prose")  # answers with no JSON object: they state nothing
+LAST_NULL = "last_null"  # all_null less all_null_but_one: the price of one null among every field's
 
 
 def _gaps(dearer: dict[str, float], cheaper: dict[str, float]) -> list[float]:
@@ -191,30 +194,51 @@ def _gaps(dearer: dict[str, float], cheaper: dict[str, float]) -> list[float]:
     return [dearer[t] - cheaper[t] for t in sorted(set(dearer) & set(cheaper))]
 
 
-def economics(items: list[CalItem], totals: list[float]) -> dict:
-    """What each way to miss one field costs (gold total - answer total), and the three rules the gate checks.
+def _dearer(null: dict[str, float], margins: dict[str, dict[str, float]]) -> dict[str, dict]:
+    """Per wrong answer: on how many tasks it and the null apply, the null's worst gap above it, and the share of
+    those tasks the null costs more on."""
+    out = {}
+    for mode in WRONG_ANSWERS:
+        gaps = _gaps(null, margins.get(mode, {}))
+        if gaps:
+            out[mode] = {"n": len(gaps), "worst_gap": round(min(gaps), 3) + 0.0,
+                         "share_null_dearer": round(float(np.mean([g > 1e-9 for g in gaps])), 4)}
+    return out
 
-    - abstaining is never the cheapest miss: on every task, a null for a stated value costs more than
-      a wrong value taken from the text (a distractor);
+
+def economics(items: list[CalItem], totals: list[float]) -> dict:
+    """What each way to miss one field costs (gold total - answer total), and the rules the gate checks.
+
+    - abstaining is never the cheapest miss: on every task, a null for a stated value costs more than each wrong
+      answer for a field (WRONG_ANSWERS: a distractor, an unsupported, hedged or misformatted value, a wrong type,
+      ...; `null_vs_misses`), and so does the last of many nulls (every field null against all but that one:
+      `last_null_vs_misses`; a cap on the null's price makes it cheap);
     - leaving a field out is never cheaper than a null for it: on every task, the answer without the field of a
       stated value costs at least what the null for that same field costs (a tie where the schema does not
       require the field: the true metric counts a left-out field as a null);
-    - an all-null answer scores below the partly right one (nulls only where the policy is unsure).
+    - an all-null answer scores below the partly right one (nulls only where the policy is unsure);
+    - breaking the JSON is never cheaper than answering every field null: on every task, each answer with no JSON
+      object (BROKEN: cut short, prose) costs at least what the all-null answer costs (`broken_vs_all_null`).
     """
     margins = _margins(items, totals)
-    cost = {m: round(float(np.mean(list(margins[m].values()))), 3) for m in MISS_MODES if margins.get(m)}
+    broken = [g for mode in BROKEN for g in _gaps(margins.get(mode, {}), margins.get("all_null", {}))]
+    every, but_one = margins.get("all_null", {}), margins.get("all_null_but_one", {})
+    margins[LAST_NULL] = {t: every[t] - but_one[t] for t in sorted(set(every) & set(but_one))}
+    cost = {m: round(float(np.mean(list(margins[m].values()))), 3) for m in (*MISS_MODES, LAST_NULL) if margins.get(m)}
     null = margins.get("null_for_present", {})
-    gaps = _gaps(null, margins.get("distractor_value", {}))
     omit = _gaps(margins.get("omitted_for_present", {}), null)
     lead = _gaps(margins.get("all_null", {}), margins.get("null_uncertain", {}))
     return {
         "cost": cost,
-        "null_vs_distractor": {"n": len(gaps), "worst_gap": round(min(gaps), 3) + 0.0 if gaps else None,
-                               "share_null_dearer": round(float(np.mean([g > 1e-9 for g in gaps])), 4) if gaps else None},
+        "null_vs_misses": _dearer(null, margins),
+        "last_null_vs_misses": _dearer(margins[LAST_NULL], margins),
         "omission_vs_null": {"n": len(omit), "worst_gap": round(min(omit), 3) + 0.0 if omit else None,
                              "share_omission_cheaper": round(float(np.mean([g < -1e-9 for g in omit])), 4) if omit else None},
         "all_null_vs_partial": {"n": len(lead), "worst_lead": round(min(lead), 3) + 0.0 if lead else None,
                                 "mean_lead": round(float(np.mean(lead)), 3) if lead else None},
+        "broken_vs_all_null": {"n": len(broken), "worst_gap": round(min(broken), 3) + 0.0 if broken else None,
+                               "share_broken_cheaper": round(float(np.mean([g < -1e-9 for g in broken])), 4)
+                               if broken else None},
     }
 
 

@@ -238,6 +238,33 @@ def _hedged(task, rng):
     return _dump({**task.reference, key: f"{word}{task.reference[key]}"})
 
 
+# Words parse_number reads beside a number: the old reward judged "1.5 stars" the number 1.5, the strict metric
+# counts it wrong.
+_UNITS = {"en": ("stars", "points", "dollars", "kg", "hours", "%"), "zh": ("元", "分", "星", "小时")}
+
+
+def _misformatted(task, rng):
+    """The right number in the wrong type: a string with a unit ("1.5 stars") where the schema asks for a number."""
+    fields = _numeric_fields(task)
+    if not fields:
+        return None
+    key = rng.choice(fields)
+    zh = task.meta.get("lang") == "zh"
+    unit = rng.choice(_UNITS["zh" if zh else "en"])
+    return _dump({**task.reference, key: f"{task.reference[key]}{'' if zh or unit == '%' else ' '}{unit}"})
+
+
+def _all_null_but_one(task, rng):
+    """Every field null but the stated value null_for_present nulls (drawn alike), kept right: all_null's total
+    less this one's is the price of the last of many nulls."""
+    fields = _nullable_value_fields(task)
+    if not fields:
+        return None
+    keep = rng.choice(fields)
+    answer = {k: task.reference[k] if k == keep else None for k in task.reference}
+    return None if answer == task.reference else _dump(answer)  # its one value: that is gold, no null to price
+
+
 def _chatter(task, rng):
     lead = rng.choice(["Sure, here is the result: ", "Here is the extracted JSON:\n", "好的，结果如下：\n"])
     return lead + _dump(task.reference)
@@ -275,16 +302,16 @@ def _injection(task, rng):
 
 MODES: tuple[Mode, ...] = (
     Mode("missing_field", ("required_fields",), 1, _missing_field),
-    Mode("wrong_type", ("field_types",), 1, _wrong_type),
+    Mode("wrong_type", ("field_types", "faithfulness"), 1, _wrong_type),  # the judge credits no broken type
     Mode("wrong_value", ("faithfulness",), 1, _wrong_value),
     Mode("invented_value", ("faithfulness", "invented_values"), 1, _invented_value),
     Mode("null_for_present", ("faithfulness", "missed_values"), 1, _null_for_present),
     Mode("placeholder_for_null", ("placeholder_values", "invented_values"), 1, _placeholder_for_null),
     Mode("chatter_before_json", ("format", "extra_text"), 2, _chatter),
     Mode("code_fence", ("format", "extra_text"), 2, _code_fence),
-    Mode("truncated_json", ("format",), 0, _truncated),
+    Mode("truncated_json", ("format", "missed_values"), 0, _truncated),
     Mode("empty_object", ("required_fields",), 0, lambda t, r: "{}"),
-    Mode("prose", ("format",), 0, _prose),
+    Mode("prose", ("format", "missed_values"), 0, _prose),
     Mode("repeated_text", ("format", "extra_text"), 2, _repeated),
     Mode("judge_injection", ("extra_text",), 0, _injection),
     # What a policy really does under a reward it can game (seed 004: assume it finds every hole).
@@ -298,6 +325,9 @@ MODES: tuple[Mode, ...] = (
     # Last, so that adding it redrew no other mode: leaving a field out must never be cheaper than its null.
     Mode("omitted_for_present", ("required_fields", "faithfulness", "missed_values"), 1, _omitted_for_present,
          draws_as="null_for_present"),
+    # Last too: the right number in the wrong type, and the price of a null among many (no cap makes it cheap).
+    Mode("misformatted_number", ("field_types", "faithfulness"), 1, _misformatted),
+    Mode("all_null_but_one", ("faithfulness", "missed_values"), 0, _all_null_but_one, draws_as="null_for_present"),
 )
 _STREAM = {m.name: i for i, m in enumerate(MODES)}
 

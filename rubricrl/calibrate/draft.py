@@ -43,6 +43,12 @@ def _faithfulness_examples(tasks: list[Task]) -> list[Example]:
     return []
 
 
+def _type_share(criteria: list[Criterion]) -> float:
+    """What field_types takes off for every field of a broken type (x 1 / N): a null's price includes it."""
+    types = next(c for c in criteria if c.fn == "field_types")
+    return types.weight * (types.range[1] - types.range[0])
+
+
 def derive_rubric(tasks: list[Task], name: str = "generated") -> Rubric:
     """The schema- and constraint-derived draft for a set of extraction tasks."""
     constraints = sorted({c for t in tasks for c in t.constraints})
@@ -67,9 +73,12 @@ def derive_rubric(tasks: list[Task], name: str = "generated") -> Rubric:
                 description="Text outside the JSON object, per character."),
         Penalty(id="invented_values", fn="invented_values", per=1.0, cap=3.0,
                 source="extraction: values must come from the source text",
-                description="A non-null value the source does not support, per value."),
-        # Abstaining must not be the cheapest way to miss a field (README: rubric economics).
-        Penalty(id="missed_values", fn="missed_values", per=1.0, cap=3.0,
+                description="A non-null value the source does not support, per field."),
+        # Abstaining must never be the cheapest way to miss a field (README: rubric economics): a null costs
+        # 2 + 3 / N besides its faithfulness share, 1 more than the dearest wrong answer (a hedged or wrong-typed
+        # value the text does not support: field_types' 3 / N + invented_values' 1), at any number of nulls.
+        Penalty(id="missed_values", fn="missed_values", per=2.0, cap=None,
+                params={"type_share": _type_share(criteria)},
                 source="extraction: null only where the source lacks the information",
                 description="A null (or a left-out field) where the source states the value, per field."),
     ]

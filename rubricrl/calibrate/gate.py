@@ -11,6 +11,30 @@ class GateError(RubricRLError):
 
 GATE_ON = ("referenced", "label_free", "both")
 
+# The wrong answers a policy can give for one field instead of a null, and what each is (README: rubric economics):
+# a null for a stated value must cost more than every one of them, on every task.
+WRONG_ANSWERS = {
+    "distractor_value": "a wrong value the text states",
+    "wrong_value": "a value the text does not support",
+    "hedged_value": "a hedged value",
+    "misformatted_number": "the right number in the wrong type",
+    "wrong_type": "a value of the wrong type",
+    "scaled_unit": "a number in a unit the task does not ask for",
+    "shortened_value": "a value cut short",
+    "copy_source": "a copied sentence",
+    "invented_value": "a value for a field the text is silent on",
+    "placeholder_for_null": "a placeholder for a field the text is silent on",
+}
+
+
+def null_rows(econ: dict, last: bool = False) -> dict[str, dict]:
+    """economics' null-vs-wrong-answer rows (the last null's with `last`); a report written before them holds the
+    distractor's alone (`null_vs_distractor`)."""
+    if "null_vs_misses" not in econ:
+        old = econ.get("null_vs_distractor")
+        return {} if last or not old else {"distractor_value": old}
+    return econ.get("last_null_vs_misses" if last else "null_vs_misses") or {}
+
 
 def gate_failures(report: dict, bars) -> list[str]:
     """Every reason the rubric is not fit to train on. `bars` is the rubric params section (RubricParams).
@@ -49,13 +73,22 @@ def _failures(figures: dict, bars, min_margin: float, label_free: bool = False) 
         fails.append(f"metric 'spearman_accuracy': {rho} on the corruption set{where} is not above "
                      f"rubric.min_spearman={bars.min_spearman}")
     econ = figures.get("economics") or {}
-    nvd = econ.get("null_vs_distractor") or {}
-    if nvd.get("n") and nvd["worst_gap"] <= 1e-9:
-        fix = ("without a reference the missed_values penalty cannot tell a null for a stated value, so only the "
-               "judge's half credit prices it" if label_free else "price it (the missed_values penalty)")
-        fails.append(f"economics: a null for a stated value costs no more than a wrong value from the text on "
-                     f"{1 - nvd['share_null_dearer']:.0%} of tasks{where} (worst gap {nvd['worst_gap']}): abstaining "
-                     f"is the cheapest way to miss a field, so the policy would learn to answer null; {fix}")
+    fix = ("without a reference the missed_values penalty cannot tell a null for a stated value, so only the "
+           "judge's half credit prices it" if label_free else
+           "price the null above it (missed_values: per above invented_values' per, params.type_share the field_types "
+           "share, cap: null)")
+    rows = {"a null for a stated value": null_rows(econ),
+            "the last null of an all-null answer": null_rows(econ, last=True)}
+    for mode in dict.fromkeys(m for by_mode in rows.values() for m in by_mode):
+        broken = {what: by_mode[mode] for what, by_mode in rows.items()
+                  if by_mode.get(mode, {}).get("n") and by_mode[mode]["worst_gap"] <= 1e-9}
+        if broken:
+            on = "; ".join(f"{what} on {1 - row['share_null_dearer']:.0%} of tasks (worst gap {row['worst_gap']})"
+                           for what, row in broken.items())
+            capped = " past a cap" if "a null for a stated value" not in broken else ""
+            fails.append(f"economics: a null costs no more than {WRONG_ANSWERS.get(mode, mode)} ('{mode}'){where}: "
+                         f"{on}: abstaining{capped} is a cheaper way to miss a field, so the policy would learn to "
+                         f"answer null; {fix}")
     ovn = econ.get("omission_vs_null") or {}
     if ovn.get("n") and ovn["worst_gap"] < -1e-9:
         fix = ("the faithfulness judge must give a left-out field no more than a null's half credit" if label_free
@@ -63,6 +96,13 @@ def _failures(figures: dict, bars, min_margin: float, label_free: bool = False) 
         fails.append(f"economics: leaving out the field of a stated value costs less than a null for it on "
                      f"{ovn['share_omission_cheaper']:.0%} of tasks{where} (worst gap {ovn['worst_gap']}): omitting is "
                      f"cheaper than abstaining, so the policy would learn to drop the fields it is unsure of; {fix}")
+    bvn = econ.get("broken_vs_all_null") or {}
+    if bvn.get("n") and bvn["worst_gap"] < -1e-9:
+        fix = ("" if label_free else "; charge an answer with no JSON object every value the source gives "
+               "(missed_values)")
+        fails.append(f"economics: an answer with no JSON object (cut short, prose) costs less than an all-null answer "
+                     f"on {bvn['share_broken_cheaper']:.0%} of tasks{where} (worst gap {bvn['worst_gap']}): breaking "
+                     f"the JSON is a cheaper way to miss every field, so the policy would learn to break it{fix}")
     anp = econ.get("all_null_vs_partial") or {}
     if anp.get("n") and anp["worst_lead"] < bars.min_margin:
         fails.append(f"economics: an all-null answer scores less than rubric.min_margin={bars.min_margin} below a "

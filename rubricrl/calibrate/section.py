@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rubricrl.calibrate.gate import null_rows
 from rubricrl.core.tables import table
 from rubricrl.core.taskfile import EXTRACTION, FREE_TEXT
 
@@ -62,14 +63,26 @@ def markdown(report: dict, gate: list[str]) -> str:
                     for mode, row in report["probes"].items()])]
     econ = report.get("economics") if _has_extraction(report) else None  # prices of a missed JSON field
     if econ:
-        nvd, anp = econ["null_vs_distractor"], econ["all_null_vs_partial"]
+        anp = econ["all_null_vs_partial"]
         ovn = econ.get("omission_vs_null")  # absent from reports written before it
+        first, last = null_rows(econ), null_rows(econ, last=True)
+
+        def dearer(row):
+            return "-" if not row else f"{row['share_null_dearer']:.0%} ({row['worst_gap']})"
+
         lines += ["", "## Price of a missed field", "",
-                  "Mean cost against gold of one field missed each way (a null for a stated value must not be the "
-                  "cheapest, and leaving the field out must not be cheaper than its null).",
-                  "", table(["way to miss", "mean cost"], list(econ["cost"].items())),
-                  "", f"- null vs distractor on {nvd['n']} tasks: worst gap {nvd['worst_gap']} "
-                      f"(null dearer on {nvd['share_null_dearer']} of them)"]
+                  "Mean cost against gold of one field missed each way. A null for a stated value must cost more "
+                  "than every wrong answer on every task, and so must the last null of an all-null answer (its "
+                  "total less that of the one with the field right); leaving the field out must not be cheaper than "
+                  "its null.", "",
+                  table(["way to miss", "mean cost", "null dearer on (worst gap)", "last null dearer on (worst gap)"],
+                        [[mode, cost, dearer(first.get(mode)), dearer(last.get(mode))]
+                         for mode, cost in econ["cost"].items()])]
+        bvn = econ.get("broken_vs_all_null") or {}  # absent from reports written before it
+        if bvn.get("n"):
+            lines += ["", f"An answer with no JSON object (cut short, prose) costs less than the all-null answer on "
+                          f"{bvn['share_broken_cheaper']:.0%} of {bvn['n']} (task, answer) pairs (worst gap "
+                          f"{bvn['worst_gap']}; it must be 0%)."]
         if ovn:
             lines.append(f"- left-out field vs its null on {ovn['n']} tasks: worst gap {_cell(ovn['worst_gap'])} "
                          f"(omission cheaper on {_cell(ovn['share_omission_cheaper'])} of them)")
@@ -98,7 +111,7 @@ def markdown(report: dict, gate: list[str]) -> str:
     which = {"referenced": "the referenced figures", "label_free": "the label-free figures",
              "both": "both the referenced and the label-free figures"}[on]
     lines += ["", "## Gate", "", f"rubric.gate_on: {on} (the bars apply to {which}).", ""]
-    misses = (" abstaining is not the cheapest miss, leaving a field out is not cheaper than its null,"
+    misses = (" abstaining costs more than every wrong answer, leaving a field out is not cheaper than its null,"
               if _has_extraction(report) else "")
     lines += [f"- FAIL: {g}" for g in gate] if gate else [
         f"All probes score below gold by the margin,{misses} and the correlation bars "
@@ -110,17 +123,24 @@ def _cell(value, fmt: str = "{}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
+def _closest(rows: dict) -> str:
+    """The wrong answer a null's price comes closest to (or falls below): its gap and name."""
+    if not rows:
+        return "-"
+    mode = min(rows, key=lambda m: rows[m]["worst_gap"])
+    return f"{rows[mode]['worst_gap']} ({mode})"
+
+
 def _headline(block: dict) -> list:
     """One figure set's headline values, in the order of label_free_lines' rows."""
     r, econ, pol = block["reward"], block.get("economics") or {}, block.get("on_policy") or {}
     probes = block["probes"].values()
-    nvd, anp = econ.get("null_vs_distractor") or {}, econ.get("all_null_vs_partial") or {}
-    ovn = econ.get("omission_vs_null") or {}
+    anp, ovn = econ.get("all_null_vs_partial") or {}, econ.get("omission_vs_null") or {}
     return [f"{r['pairwise_accuracy']} ({r['pairwise_ties']} ties)", r["kendall_tau"], r["spearman_accuracy"],
             f"{r['scale']['mean']} / {r['scale']['std']}",
             f"{sum(not p['pass'] for p in probes)} of {len(probes)}",
             min((p["worst_margin"] for p in probes), default=None),
-            f"{_cell(nvd.get('worst_gap'))} ({_cell(nvd.get('share_null_dearer'))})",
+            _closest(null_rows(econ)), _closest(null_rows(econ, last=True)),
             f"{_cell(ovn.get('worst_gap'))} ({_cell(ovn.get('share_omission_cheaper'))})",
             _cell(anp.get("worst_lead")), _cell(pol.get("spearman_accuracy")), _cell(pol.get("pairwise_accuracy"))]
 
@@ -131,11 +151,12 @@ def label_free_lines(report: dict) -> list[str]:
     names = ["pairwise accuracy, gold above each corruption (ties)", "Kendall's tau vs known ordering",
              f"Spearman reward vs {metric} (corruption set)", "reward mean / std",
              "probes short of the margin", "worst probe margin",
-             "null vs distractor: worst gap (share null dearer)",
+             "null vs every wrong answer: worst gap (the closest)",
+             "last null vs every wrong answer: worst gap (the closest)",
              "left-out field vs its null: worst gap (share omission cheaper)", "all-null vs partly right: worst lead",
              "on-policy Spearman", "on-policy pairwise accuracy"]
     rows = [[n, a, b] for n, a, b in zip(names, _headline(report), _headline(free))
-            if extraction or not n.startswith(("null vs", "left-out", "all-null"))]  # prices of a missed JSON field
+            if extraction or not n.startswith(("null vs", "last null", "left-out", "all-null"))]  # a JSON field's prices
     how = []
     if extraction:
         how.append("the faithfulness judge can only check values against the source text and gives a null (or a "

@@ -58,6 +58,10 @@ def cmd_score(args) -> None:
     print(summary_table(results, scorer.rubric), file=sys.stderr)
 
 
+def _cell(cap: float | None) -> str:
+    return "-" if cap is None else f"{cap:.2f}"  # an uncapped penalty has no max
+
+
 def summary_table(results, rubric) -> str:
     """Mean score per component over the responses it scored (a mixed batch: extraction and free-text tasks each
     have their own components); the total's max is the highest any response could reach."""
@@ -69,7 +73,7 @@ def summary_table(results, rubric) -> str:
             first.setdefault(c.id, c)
     for cid, comp in first.items():
         scores = [c.score for r in results for c in r.components if c.id == cid]
-        lines.append(f"{cid:<20}{sum(scores) / len(scores):>8.3f}{comp.max:>8.2f}{comp.weight:>8.2f}{len(scores):>6}")
+        lines.append(f"{cid:<20}{sum(scores) / len(scores):>8.3f}{_cell(comp.max):>8}{comp.weight:>8.2f}{len(scores):>6}")
     lines.append("-" * 50)
     mean_total = sum(r.total for r in results) / max(n, 1)
     calls = sum(r.judge_calls for r in results)

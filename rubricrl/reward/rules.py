@@ -1,13 +1,16 @@
 """Rule criteria and penalties: small deterministic functions, registered by name.
 
 A criterion function returns (score, reason) within its criterion's range; a penalty function
-returns (units, reason) and the engine charges min(cap, per * units).
+returns (units, reason) and the engine charges min(cap, per * units) (per * units when cap is null).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 from rubricrl.reward.grounding import Source, field_rules, source_for, values_match
@@ -56,12 +59,32 @@ class TaskContext:
         if task.kind == FREE_TEXT:
             return ctx
         ctx.grounding = field_rules(task.constraints, task.properties)
-        root = SchemaValidator(task.schema)  # references resolve against the whole task schema
+        ctx.validators = dict(field_validators(task))
         for name, sub in task.properties.items():
-            ctx.validators[name] = root.at(sub if isinstance(sub, (dict, bool)) else {})
             ctx.groundable[name] = _is_groundable(sub if isinstance(sub, dict) else {})
         ctx.decimals = constraint_decimals(task)
         return ctx
+
+
+def field_validators(task: Task) -> dict[str, SchemaValidator]:
+    """Property name -> its validator (references resolve against the whole task schema), built once per schema:
+    the field_types rule and the faithfulness judge both check every answer's fields (do not mutate the result)."""
+    try:
+        key = json.dumps(task.schema, ensure_ascii=False)  # key order kept: it is the fields' order
+    except (TypeError, ValueError):
+        return _field_validators(task.schema)
+    return _validators_cached(key)
+
+
+@lru_cache(maxsize=1024)
+def _validators_cached(schema_json: str) -> dict[str, SchemaValidator]:
+    return _field_validators(json.loads(schema_json))
+
+
+def _field_validators(schema: dict) -> dict[str, SchemaValidator]:
+    root = SchemaValidator(schema)
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    return {name: root.at(sub if isinstance(sub, (dict, bool)) else {}) for name, sub in props.items()}
 
 
 _DECIMALS = re.compile(r"\b(one|two|three|[1-4])\s+decimals?|([一两二三1-4])\s*位小数", re.IGNORECASE)
@@ -150,7 +173,9 @@ def field_types(ctx: TaskContext, parsed: ParsedResponse, crit: Criterion):
 
 
 def invented_fields(ctx: TaskContext, obj: dict) -> list[str]:
-    """Declared fields holding a non-null value the source does not support (one entry per value)."""
+    """Declared fields holding a non-null value the source does not support (once per field, as the true metric
+    counts a list field: a list with three invented items is one wrong field, and a null for a stated list must
+    stay dearer than it; README: rubric economics)."""
     ref = ctx.task.reference
     out = []
     for name, value in obj.items():
@@ -170,6 +195,7 @@ def invented_fields(ctx: TaskContext, obj: dict) -> list[str]:
             if ref is not None and gold is not None and _matches_gold_item(item, gold):
                 continue  # a conversion the task asked for (units, formats)
             out.append(name)
+            break
     return out
 
 
@@ -216,9 +242,19 @@ def missed_fields(ctx: TaskContext, obj: dict) -> list[str]:
 
 @penalty("missed_values")
 def missed_values(ctx: TaskContext, parsed: ParsedResponse, pen: Penalty):
-    """The price of abstaining: a null where the source states the value costs as much as inventing one."""
-    return _per_field(parsed, lambda obj: missed_fields(ctx, obj), "no null for a value the source gives",
-                      "null(s) although the source gives the value")
+    """The price of abstaining: per null where the source states the value, `per` + params.type_share / N (N: the
+    schema's fields), more than the dearest wrong value: one of the wrong type (field_types' share, type_share / N)
+    that the text does not support (invented_values). Uncapped (cap: null), every null costs that, however many;
+    a left-out field costs what its null costs (README: rubric economics). An answer with no JSON object states
+    nothing, so it misses every value the source gives: breaking the JSON is never a cheaper miss than nulls
+    (measured: with uncapped nulls and a free broken answer, a truncated sample outscored partly right ones)."""
+    found = missed_fields(ctx, parsed.obj if parsed.obj is not None else {})
+    if not found:
+        return 0, "no null for a value the source gives"
+    each = pen.per + float(pen.params.get("type_share", 0.0)) / max(1, len(ctx.validators))
+    # Units such that per x units charges `each` per null.
+    return len(found) * each / pen.per, (f"{len(found)} null(s) although the source gives the value, "
+                                         f"{each:.3g} each: {', '.join(found[:6])}")
 
 
 PLACEHOLDERS = frozenset({"", "n/a", "na", "none", "null", "unknown", "not mentioned", "not specified",
@@ -265,6 +301,10 @@ def kinds_of(fn: str) -> tuple[str, ...]:
     return KINDS.get(fn, (EXTRACTION,))
 
 
+def _non_negative(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
 def check_registry(rubric: Rubric) -> list[str]:
     problems = []
     for c in rubric.criteria:
@@ -280,6 +320,8 @@ def check_registry(rubric: Rubric) -> list[str]:
             problems.append(f"penalties.{p.id}.fn: unknown penalty '{p.fn}' (known: {', '.join(sorted(PENALTIES))})")
         elif set(p.tasks) - set(kinds_of(p.fn)):
             problems.append(f"penalties.{p.id}.tasks: {p.fn} scores {', '.join(kinds_of(p.fn))} tasks only")
+        elif p.fn == "missed_values" and not _non_negative(p.params.get("type_share", 0.0)):
+            problems.append(f"penalties.{p.id}.params.type_share: {p.params['type_share']!r} is not a number >= 0")
     return problems
 
 

@@ -20,7 +20,7 @@ class ComponentScore:
     id: str
     kind: str  # rule, judge or penalty
     score: float  # for a penalty: the amount taken off (>= 0)
-    max: float  # for a penalty: its cap
+    max: float | None  # for a penalty: its cap (None: uncapped)
     weight: float  # a penalty's weight is -1, so total = sum(weight * score)
     reason: str
     samples: list[float] | None = None  # judge criteria: every sampled score (consistency)
@@ -39,7 +39,8 @@ class ScoreResult:
     def to_dict(self) -> dict:
         out: dict = {"total": self.total, "max_total": self.max_total}
         for c in self.components:
-            out[c.id] = {k: v for k, v in asdict(c).items() if k != "id" and v is not None}
+            # max stays when None (an uncapped penalty); samples only when the judge sampled
+            out[c.id] = {k: v for k, v in asdict(c).items() if k != "id" and (v is not None or k == "max")}
         return out
 
 
@@ -107,7 +108,7 @@ class RubricScorer:
                 if kind not in pen.tasks:
                     continue
                 units, reason = PENALTIES[pen.fn](ctx, p, pen)
-                amount = min(pen.cap, pen.per * units)
+                amount = pen.per * units if pen.cap is None else min(pen.cap, pen.per * units)
                 comps.append(ComponentScore(pen.id, "penalty", float(amount), pen.cap, -1.0, reason))
             total = sum(c.weight * c.score for c in comps)
             results.append(ScoreResult(round(total, 6), rubric.max_total_for(kind), comps, calls))

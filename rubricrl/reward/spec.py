@@ -62,7 +62,8 @@ class Penalty(Strict):
     tasks: list[TaskKind] = Field(default_factory=lambda: ["extraction"], min_length=1)
     fn: str
     per: float = Field(gt=0)  # amount per unit (character, invented value, ...)
-    cap: float = Field(gt=0)  # the most this penalty can take off
+    # The most this penalty can take off; null: no cap (missed_values: a cap made every null past it cheap).
+    cap: float | None = Field(gt=0)
     params: dict = Field(default_factory=dict)
     source: str = "manual"
 

@@ -58,14 +58,16 @@ def test_hiding_the_reference_removes_the_null_price_and_keeps_the_true_metric(v
     [(hidden, _)] = hide_references(calibration_set([task])[:1])
     assert hidden.reference is None and task.reference is not None  # a copy: the task itself keeps its gold
     referenced, free = scorer.score(task, answer), scorer.score(hidden, answer)
-    assert referenced.component("missed_values").score == 1.0 and key in referenced.component("missed_values").reason
+    price = 2.0 + 3.0 / len(task.properties)  # missed_values: per + type_share / N
+    assert referenced.component("missed_values").score == pytest.approx(price)
+    assert key in referenced.component("missed_values").reason
     assert free.component("missed_values").score == 0.0
     # Below gold by the judge's full credit for that field plus the penalty, or by its half credit alone.
     gold = json.dumps(task.reference, ensure_ascii=False)
     share = 2.0 * 3.0 / len(task.properties)  # the faithfulness weight x range / fields
     margin_ref = scorer.score(task, gold).total - referenced.total
     margin_free = scorer.score(hidden, gold).total - free.total
-    assert margin_ref == pytest.approx(share + 1.0) and margin_free == pytest.approx(share / 2)
+    assert margin_ref == pytest.approx(share + price) and margin_free == pytest.approx(share / 2)
     # In the report: the same price, measured over the calibration set.
     rep, lf = cal.report, cal.report["label_free"]
     assert lf["components"]["missed_values"]["varies"] is False and not lf["components"]["missed_values"]["separates"]

@@ -12,20 +12,20 @@ import pytest
 from rubricrl.config import Params, RubricParams
 from rubricrl.data.generate import generate_dataset
 from rubricrl.metrics.strict import strict_counts
-from rubricrl.reward.grounding import extract_numbers
+from rubricrl.reward.grounding import extract_numbers, parse_number
 from rubricrl.inference.models import build_tiny_model
 from rubricrl.calibrate.calibrate import CalItem, calibrate, calibration_set, on_policy_metrics
 from rubricrl.calibrate.corruptions import MODES, corrupt
 from rubricrl.core.taskfile import load_tasks
 from rubricrl.reward.judges.grounded import GroundedJudge
 from rubricrl.calibrate.draft import derive_rubric
-from rubricrl.calibrate.gate import GateError, check_gate, gate_failures
+from rubricrl.calibrate.gate import WRONG_ANSWERS, GateError, check_gate, gate_failures
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.reward.spec import Rubric
 from rubricrl.calibrate.workflow import run_calibration
 
 NEW_PROBES = ("all_null", "null_uncertain", "distractor_value", "scaled_unit", "copy_source", "shortened_value",
-              "hedged_value", "omitted_for_present")
+              "hedged_value", "omitted_for_present", "misformatted_number", "all_null_but_one")
 HAND_TASKS = Path(__file__).resolve().parents[1] / "reward" / "data" / "hand_tasks.jsonl"
 NO_POLICY = RubricParams(policy_samples=0)
 
@@ -87,14 +87,21 @@ def test_probes_do_what_they_say(val):
     for t, obj in _answers(val, "hedged_value"):
         [k] = [k for k in obj if obj[k] != t.reference[k]]
         assert any(w in obj[k] for w in ("about", "approximately", "~", "约", "probably", "可能"))
-    # The left-out field is the one null_for_present answers null, so the two prices compare one field.
+    for t, obj in _answers(val, "misformatted_number"):  # the right number as a string with a unit
+        [k] = [k for k in obj if obj[k] != t.reference[k]]
+        assert isinstance(obj[k], str) and parse_number(obj[k]) == t.reference[k] and obj[k] != str(t.reference[k])
+    # The left-out field is the one null_for_present answers null, so the two prices compare one field; so is the
+    # one field all_null_but_one keeps right.
     for t in val:
-        made = {m.name: json.loads(r) for m, r in corrupt(t) if m.name in ("null_for_present", "omitted_for_present")}
+        made = {m.name: json.loads(r) for m, r in corrupt(t)
+                if m.name in ("null_for_present", "omitted_for_present", "all_null_but_one")}
         if "null_for_present" in made:
             [k] = [k for k, v in made["null_for_present"].items() if v is None and t.reference[k] is not None]
             assert made["omitted_for_present"] == {f: v for f, v in t.reference.items() if f != k}
+            if "all_null_but_one" in made:
+                assert made["all_null_but_one"] == {f: v if f == k else None for f, v in t.reference.items()}
         else:
-            assert "omitted_for_present" not in made
+            assert "omitted_for_present" not in made and "all_null_but_one" not in made
 
 
 def test_each_probe_is_wrong_by_the_independent_true_metric(val):
@@ -117,9 +124,9 @@ def test_a_large_margin_fails_the_gate_naming_the_close_probes(val):
 def test_abstaining_is_the_dearest_miss_with_the_shipped_prices(shipped):
     econ = shipped[1].report["economics"]
     cost = econ["cost"]
-    assert cost["null_for_present"] > cost["distractor_value"]
-    assert cost["null_for_present"] == pytest.approx(cost["invented_value"], abs=0.5)  # priced alike (1.0 each)
-    assert econ["null_vs_distractor"]["n"] >= 10 and econ["null_vs_distractor"]["worst_gap"] > 0
+    assert cost["null_for_present"] > max(cost[m] for m in WRONG_ANSWERS)  # 1 above the dearest (9/N + 1)
+    assert econ["null_vs_misses"]["distractor_value"]["n"] >= 10
+    assert min(row["worst_gap"] for row in econ["null_vs_misses"].values()) >= 0.5
     assert econ["all_null_vs_partial"]["worst_lead"] >= NO_POLICY.min_margin
     assert gate_failures(shipped[1].report, NO_POLICY) == []
 
@@ -175,9 +182,10 @@ def test_the_old_prices_fail_the_economics_gate(val):
     data["penalties"] = [p for p in data["penalties"] if p["id"] != "missed_values"]
     rubric = Rubric.model_validate(data)
     cal = calibrate(rubric, RubricScorer(rubric), calibration_set(val), min_margin=NO_POLICY.min_margin)
-    assert cal.report["economics"]["null_vs_distractor"]["worst_gap"] <= 1e-9
+    assert cal.report["economics"]["null_vs_misses"]["distractor_value"]["worst_gap"] <= 1e-9
     fails = gate_failures(cal.report, NO_POLICY)
-    assert any(f.startswith("economics: a null for a stated value costs no more") for f in fails)
+    assert any(f.startswith("economics: a null costs no more than a wrong value the text states ('distractor_value'): "
+                            "a null for a stated value on ") for f in fails)
 
 
 def _policy_items(val, responses_by_task):

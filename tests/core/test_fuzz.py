@@ -128,13 +128,16 @@ def tasks():
     return generated + [ref_task, no_ref]
 
 
-def bounds(rubric):
-    lo = sum(c.weight * c.range[0] for c in rubric.criteria) - sum(p.cap for p in rubric.penalties)
-    return lo, rubric.max_total
+def bounds(rubric, tasks):
+    """Every criterion at its minimum and every penalty at its cap; an uncapped one (missed_values) charges at most
+    per + type_share / N for each of a task's N fields."""
+    n = max((len(t.properties) for t in tasks), default=0)
+    most = sum(p.cap if p.cap is not None else p.per * n + p.params.get("type_share", 0.0) for p in rubric.penalties)
+    return sum(c.weight * c.range[0] for c in rubric.criteria) - most, rubric.max_total
 
 
 def check_tasks_score(scorer, loaded):
-    lo, hi = bounds(scorer.rubric)
+    lo, hi = bounds(scorer.rubric, loaded)
     for task in loaded:
         answer = json.dumps(task.reference if task.reference is not None else {})
         for result in scorer.score_batch([(task, answer), (task, "{")]):
@@ -249,7 +252,7 @@ def test_parse_response_never_raises(raw):
 @given(data=st.data())
 def test_scores_stay_in_range_and_are_deterministic(scorer, tasks, data):
     pairs = data.draw(st.lists(responses(tasks), min_size=1, max_size=4))
-    lo, hi = bounds(scorer.rubric)
+    lo, hi = bounds(scorer.rubric, tasks)
     first = scorer.score_batch(pairs)
     assert len(first) == len(pairs)
     for _, raw in pairs:
@@ -273,6 +276,6 @@ def test_any_accepted_schema_scores_any_answer(scorer, schema, data):
     keys = st.sampled_from(sorted(schema["properties"])) | st.text(max_size=4)
     answers = data.draw(st.lists(st.dictionaries(keys, json_values, max_size=4).map(lambda v: dumps(v, False)),
                                  min_size=1, max_size=3))
-    lo, hi = bounds(scorer.rubric)
+    lo, hi = bounds(scorer.rubric, [task])
     for result in scorer.score_batch([(task, a) for a in answers]):
         assert lo - 1e-9 <= result.total <= hi + 1e-9

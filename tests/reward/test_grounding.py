@@ -280,6 +280,35 @@ def test_label_free_judge_accepts_the_right_answer():
     assert rules_for(task)["price"] == STRICT
 
 
+@pytest.mark.parametrize("reference", [None, RIGHT])
+def test_the_right_number_in_the_wrong_type_is_not_faithful(reference):
+    """'2999 dollars' for a number field: the strict metric counts it wrong, so the judge gives it no credit (it used
+    to read it as 2999: the field_types share alone priced it), with the reference or without; a plain decimal string
+    is the one type the strict metric forgives, and so does the judge."""
+    task = _task(reference)
+    for wrong in ("2999 dollars", "$2999", {"value": 2999}, [2999]):
+        score, reason = _faithfulness(task, {**RIGHT, "price": wrong})
+        assert score == 3.0 * 3 / 4 and "price: " in reason and "breaks the field's schema" in reason, (wrong, reason)
+    assert _faithfulness(task, {**RIGHT, "price": "2999"})[0] == 3.0
+    assert _faithfulness(task, {**RIGHT, "battery_minutes": "1800.5"})[0] < 3.0  # a decimal for an integer
+    # A gold value that breaks its own schema: the schema is off, so the gold answer keeps full credit.
+    odd = _task({**RIGHT, "price": "2999 dollars"})
+    assert _faithfulness(odd, {**RIGHT, "price": "2999 dollars"})[0] == 3.0
+
+
+def test_a_broken_schema_the_strict_metric_forgives_keeps_its_credit():
+    """An enum's value in another case is right by the strict metric (strings compare casefolded): the judge credits
+    it as before (field_types charges the enum); another value that breaks the enum earns nothing."""
+    schema = {"type": "object", "properties": {"colour": {"type": "string", "enum": ["red", "blue"]},
+                                               "price": {"type": "number"}}}
+    task = Task(id="t-enum", instruction="Extract.", text="A red lamp for $25.", schema=schema,
+                reference={"colour": "red", "price": 25})
+    assert _faithfulness(task, {"colour": " RED ", "price": 25})[0] == 3.0
+    assert _faithfulness(task, {"colour": "Red!", "price": 25})[0] == 1.5
+    assert _faithfulness(task, {"colour": "red", "price": "25"})[0] == 3.0
+    assert _faithfulness(task, {"colour": "red", "price": "25 dollars"})[0] == 1.5
+
+
 @pytest.mark.parametrize("field,value,why", [
     ("price", 2999000, "another unit"),  # scaled by a unit the text never states
     ("price", 2.999, "another unit"),
@@ -287,7 +316,7 @@ def test_label_free_judge_accepts_the_right_answer():
      "sentence boundary"),
     ("product", "The battery lasts 30 hours, which is plenty for a long flight across the Atlantic and back again",
      "words copied"),  # one sentence, but 18 words and 97 characters: a passage
-    ("price", "about 2999", "not found"),
+    ("price", "about 2999", "breaks the field's schema"),  # a string for a number: no credit, found or not
 ])
 def test_label_free_judge_and_penalty_reject_scaled_copied_and_hedged_values(field, value, why):
     task = _task()

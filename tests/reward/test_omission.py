@@ -100,9 +100,10 @@ def test_a_left_out_field_is_judged_as_a_null(hand_tasks):
     answer = {k: v for k, v in book.reference.items() if k != "author"}
     left_out = scorer.score(book, _dump(answer))
     nulled = scorer.score(book, _dump({**answer, "author": None}))
-    assert left_out.total == nulled.total == 15.0 - 6.0 / 4 - 1.0
+    # Its faithfulness share 6/4, and missed_values' 2 + field_types' share 3/4 (dearer than any wrong value).
+    assert left_out.total == nulled.total == 15.0 - 6.0 / 4 - (2.0 + 3.0 / 4)
     assert "author: null although the source gives 'Elena Marsh' (left out" in left_out.component("faithfulness").reason
-    assert left_out.component("missed_values").score == 1.0
+    assert left_out.component("missed_values").score == 2.75
 
 
 def test_a_field_the_reference_leaves_out_is_not_judged(hand_tasks):

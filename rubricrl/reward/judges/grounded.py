@@ -6,6 +6,13 @@ source states it (grounding.Source.supports with the field's rule: only the unit
 date/time formats the task asks for that field, and no copying of whole sentences), and a null earns
 half credit (absence cannot be verified without a reference).
 
+A value that breaks its field's JSON Schema (a number written "1.5 stars", "about 2999", {"value": 3}) earns no
+credit, with a reference or without: the true metric counts it wrong, so the right number in the wrong type must
+cost what a wrong value costs, not the field_types share alone (a null's price is set above it). What the true
+metric forgives is judged as before: a plain decimal string for a number ("25" for 25), and with a reference a
+string equal to the gold one but for case, width and whitespace (an enum's "Red" for "red"; the field_types rule
+still charges the broken schema).
+
 A schema field the answer leaves out is judged as a null, as the true metric counts it: leaving a field out
 says no more than a null does, so it must never earn more (the required_fields rule prices the left-out key on
 top when the schema requires it). Only where a reference leaves that field out too is it not judged, and an
@@ -14,9 +21,16 @@ answer with no schema field at all has nothing to judge.
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
+from rubricrl.core.taskfile import pattern_budget
 from rubricrl.reward.grounding import STRICT, rules_for, source_for, values_match
 from rubricrl.reward.judges.base import JudgeRequest, Verdict
-from rubricrl.reward.rules import scale
+from rubricrl.reward.rules import field_validators, scale
+
+_PLAIN_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?", re.ASCII)  # the strict metric's number in a string
+_MISSING = object()
 
 
 class GroundedJudge:
@@ -38,11 +52,20 @@ class GroundedJudge:
         # the reference leaves it out as well.
         fields = [k for k in task.properties if k in obj or ref is None or k in ref]
         rules = rules_for(task) if ref is None or any(k not in ref for k in fields) else {}
+        validators = field_validators(task)
+        with pattern_budget():  # one time budget for every pattern match of this answer, as field_types has
+            golds = {k: ref.get(k, _MISSING) if ref is not None else _MISSING for k in fields}
+            broken = {k: p for k in fields if (p := _schema_problem(validators.get(k), obj.get(k), golds[k]))
+                      # a gold value that breaks the schema itself: the schema is off, not the answer
+                      and not (golds[k] is not _MISSING and _schema_problem(validators.get(k), golds[k]))}
         credits, notes = [], []
         for name in fields:
             pred = obj.get(name)
             left_out = "" if name in obj else " (left out: judged as a null)"
-            if ref is not None and name in ref:
+            if name in broken:
+                credit = 0.0
+                notes.append(f"{name}: {_short(pred)} breaks the field's schema ({broken[name][:60]})")
+            elif ref is not None and name in ref:
                 credit = values_match(pred, ref[name])
                 if credit < 1.0:
                     notes.append(_describe(name, pred, ref[name]) + left_out)
@@ -62,6 +85,32 @@ class GroundedJudge:
         head = f"{sum(c == 1.0 for c in credits)}/{len(fields)} fields faithful"
         reason = head if not notes else head + "; " + "; ".join(notes[:5])
         return Verdict(round(scale(lo, hi, fraction), 4), reason)
+
+
+def _schema_problem(validator, value, gold=_MISSING) -> str | None:
+    """Why a non-null value breaks its field's schema and the true metric counts it wrong (None if it does not break
+    the schema, the true metric forgives it, or there is no schema to break)."""
+    if value is None or validator is None:
+        return None
+    problem = validator.first_error(value)
+    if problem is None:
+        return None
+    if gold is not _MISSING and isinstance(gold, str) and isinstance(value, str):
+        return None if _strict_text(value) == _strict_text(gold) else problem
+    if isinstance(value, str) and _PLAIN_DECIMAL.fullmatch(value.strip()):
+        number = float(value) if "." in value else int(value)
+        if (gold is _MISSING or _is_number(gold)) and validator.is_valid(number):
+            return None  # the number itself: values_match (or the source) judges it
+    return problem
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _strict_text(s: str) -> str:
+    """A string as the strict metric compares it: NFKC, casefold, whitespace runs as one space, stripped."""
+    return " ".join(unicodedata.normalize("NFKC", s).casefold().split())
 
 
 def _describe(name: str, pred, gold) -> str:
