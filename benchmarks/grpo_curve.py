@@ -4,6 +4,9 @@
     python benchmarks/grpo_curve.py --settings default lr2e-5 --steps 12 --eval-every 4
     python benchmarks/grpo_curve.py --smoke --out /tmp/curve          # a tiny random model: the code path only
 
+The free-text family: `make run PROFILE=configs/free_text.yaml` (or its data, sft and rubric stages), then the same
+command; the true metric is then each task's checklist (rubricrl.metrics.true_metric), its misses facts not stated.
+
 Each setting (SETTINGS: an overlay of params.yaml's grpo section, with RUBRICRL_PARAMS_OVERLAY's overlays as every
 stage reads it) trains GRPO from the SFT model with the stage's training entry (rubricrl.train.grpo.train_grpo) on
 the stage's tasks and the calibrated rubric (outputs/rubric/rubric.yaml), the hack monitor off (the curve is what
@@ -47,6 +50,7 @@ SETTINGS = {
     "lr2e-5_gdpo": {"learning_rate": 2e-5, "multi_objective_aggregation": "normalize_then_sum"},
     "lr1e-5": {"learning_rate": 1e-5},
     "lr1e-5_gdpo": {"learning_rate": 1e-5, "multi_objective_aggregation": "normalize_then_sum"},
+    "lr1e-5_4x2": {"learning_rate": 1e-5, "num_generations": 2, "per_device_batch_size": 2, "grad_accum": 4},
 }
 SMOKE = {"num_generations": 2, "per_device_batch_size": 2, "grad_accum": 1, "step_completions": None,
          "max_completion_length": 8, "max_prompt_length": 4096, "learning_rate": 1e-3, "device": "cpu",
@@ -71,14 +75,14 @@ class StepClock(TrainerCallback):
 def answer(model_dir, tasks, scorer, cfg) -> dict:
     """Greedy answers of one model on the test slice: per task the strict counts and the rubric's criterion scores."""
     from rubricrl.inference.generate import generate_with_stats
-    from rubricrl.metrics.strict import strict_counts
+    from rubricrl.metrics.true_metric import true_counts
 
     responses, stats = generate_with_stats(model_dir, tasks, batch_size=cfg.batch_size,
                                            max_new_tokens=cfg.max_new_tokens, desc=f"curve {Path(model_dir).name}")
     results = scorer.score_batch(list(zip(tasks, responses)))
     rows = []
     for t, r, res in zip(tasks, responses, results):
-        c = strict_counts(t, r)
+        c = true_counts(t, r)  # strict field accuracy for extraction, the checklist for free text
         rows.append({"id": t.id, "right": c.right, "fields": c.fields, "nulls": c.null_for_present,
                      "present": c.present, "total": res.total, "criteria": {x.id: x.score for x in res.components}})
     return {"rows": rows, "seconds": round(stats.seconds, 1)}
@@ -128,7 +132,7 @@ def run(args) -> dict:
     from rubricrl.config import load_params
     from rubricrl.core.atomic import write_json, write_text
     from rubricrl.core.errors import TrainingError
-    from rubricrl.core.taskfile import load_tasks
+    from rubricrl.core.taskfile import FREE_TEXT, load_tasks
     from rubricrl.evaluate.task import task_part, test_slice
     from rubricrl.reward.functions import RubricReward
     from rubricrl.reward.load import load_rubric
@@ -162,7 +166,10 @@ def run(args) -> dict:
     parts = {t.id: task_part(t) for t in test}
     cfg = params.eval.model_copy(update={"max_new_tokens": 8}) if args.smoke else params.eval
     sft = answer(model, test, scorer, cfg)
-    curve = {"model": str(model), "steps": args.steps, "eval_every": args.eval_every, "tasks": len(test),
+    free = any(t.kind == FREE_TEXT for t in test)
+    curve = {"model": str(model), "metric": "checklist score" if free else "strict field accuracy",
+             "misses": "facts not stated" if free else "null for present",
+             "steps": args.steps, "eval_every": args.eval_every, "tasks": len(test),
              "parts": dict(sorted({p: sum(1 for v in parts.values() if v == p) for p in parts.values()}.items())),
              "sft": compare(sft, sft, parts), "settings": {}}
     for name in args.settings:
@@ -219,10 +226,11 @@ def markdown(curve: dict) -> str:
 
     parts = list(curve["parts"])
     sft = curve["sft"]
+    metric, misses = curve.get("metric", "strict field accuracy"), curve.get("misses", "null for present")
     lines = ["# GRPO learning curve against SFT", "",
              f"- model: `{curve['model']}`; {curve['steps']} steps a setting, evaluated every {curve['eval_every']} "
              f"on {curve['tasks']} test tasks ({', '.join(f'{p} {n}' for p, n in curve['parts'].items())}); the hack "
-             f"monitor off", f"- SFT: strict field accuracy {sft['all']['a']:.3f}, null-for-present "
+             f"monitor off", f"- SFT: {metric} {sft['all']['a']:.3f}, {misses} "
              f"{sft['null_for_present']['a']:.3f}, reward {sft['reward']:.3f}", "",
              "## GRPO - SFT by step (paired, 95% score interval)", ""]
     rows = []
@@ -230,7 +238,7 @@ def markdown(curve: dict) -> str:
         for step, p in s["points"].items():
             rows.append([name, step, _ci(p["all"]), *(_ci(p[part]) for part in parts), _ci(p["null_for_present"]),
                          p["reward"]])
-    lines += [table(["setting", "step", "field accuracy (all)", *parts, "null for present", "reward"], rows), "",
+    lines += [table(["setting", "step", f"{metric} (all)", *parts, misses, "reward"], rows), "",
               "## Settings and where a step's time goes", ""]
     rows = []
     for name, s in curve["settings"].items():

@@ -150,6 +150,11 @@ class RollbackSettings(Strict):
     kl_window: int | None = Field(None, ge=2)
     kl_median_floor: float = Field(1e-3, ge=0)  # medians below this count as this: early KL is ~0
     reward_drop: float | None = Field(0.5, gt=0)  # collapse: reward < median - reward_drop x |median|; null = off
+    # ... and below the median by more than reward_spread x the window's standard deviation: a step's reward is the
+    # mean over its few prompts, so the prompt draw alone moves it (measured on the uncapped prices: -10 to +4 between
+    # steps with KL at 0.0007, heavy-tailed, so not a median absolute deviation); a drop within that noise is the draw,
+    # not a collapse. null: the drop alone decides (as before).
+    reward_spread: float | None = Field(3.0, gt=0)
     reward_window: int | None = Field(None, ge=2)  # reward values the collapse test needs, as kl_window; null: sized
     beta_factor: float = Field(2.0, gt=1)  # beta is multiplied by this on each rollback ...
     beta_max: float = Field(0.2, gt=0)  # ... up to this cap

@@ -41,7 +41,9 @@ def armed_nets(settings: GRPOSettings, monitor_tasks: bool | int = True) -> list
             ("kl_ratio", "kl_window", r.kl_window, settings.rollback.kl_window,
              f"KL above {r.kl_ratio:g} x the median", r.enabled),
             ("reward_collapse", "reward_window", r.reward_window, settings.rollback.reward_window,
-             f"reward below the median - {r.reward_drop:g} x |median|" if r.reward_drop else "",
+             (f"reward below the median - max({r.reward_drop:g} x |median|, {r.reward_spread:g} x the spread)"
+              if r.reward_spread else f"reward below the median - {r.reward_drop:g} x |median|")
+             if r.reward_drop else "",
              r.enabled and r.reward_drop is not None)):
         checks = max(0, n - window) if on else 0
         sized = ", sized from max_steps" if given is None else ""

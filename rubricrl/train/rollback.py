@@ -86,8 +86,11 @@ class SpikeDetector:
             rewards = [r for _, _, r in self.history[-s.reward_window:] if r is not None]
             if len(rewards) >= s.reward_window:
                 median = statistics.median(rewards)
-                if reward < median - s.reward_drop * abs(median):
-                    return f"reward {reward:.4g} collapsed below the recent median {median:.4g}"
+                spread = statistics.stdev(rewards)  # the window holds 2 or more (reward_window >= 2)
+                noise = s.reward_spread * spread if s.reward_spread is not None else 0.0
+                if reward < median - max(s.reward_drop * abs(median), noise):
+                    within = f" (beyond {s.reward_spread:g} x its spread {spread:.3g})" if noise else ""
+                    return f"reward {reward:.4g} collapsed below the recent median {median:.4g}{within}"
         return None
 
     def record(self, step: int, kl: float | None, reward: float | None) -> None:

@@ -129,3 +129,25 @@ def test_prune_keeps_the_protected_checkpoint(tmp_path):
         (tmp_path / f"checkpoint-{step}" / MARKER).write_text("{}")
     prune(tmp_path, keep=1, protect=2)
     assert [c.step for c in list_checkpoints(tmp_path)] == [2, 4]
+
+
+def test_a_drop_within_the_prompt_draws_noise_is_no_collapse():
+    """Measured with the uncapped prices: the CPU default's first 6 steps' rewards (KL ~0.0005, the policy barely
+    moved), then a step of -10.1 whose two prompts held many stated fields. The drop alone (0.5 x |median|) called it a
+    collapse and the safety nets gave up after 3 rollbacks; within 3 standard deviations of the window it is the
+    draw. A drop far outside the window's spread still trips, and so does any drop from a flat window."""
+    window = [-7.55, -1.41, -6.65, -6.84, -3.16, -2.38]
+    noisy = SpikeDetector(RollbackSettings(kl_window=6, reward_window=6))
+    for step, r in enumerate(window, start=1):
+        noisy.record(step, 0.0005, r)
+    assert noisy.judge(0.0007, -10.11) is None
+    reason = noisy.judge(0.0007, -30.0)
+    assert "collapsed below the recent median -4.905 (beyond 3 x its spread 2.6" in reason, reason
+    without = SpikeDetector(RollbackSettings(kl_window=6, reward_window=6, reward_spread=None))
+    for step, r in enumerate(window, start=1):
+        without.record(step, 0.0005, r)
+    assert "collapsed" in without.judge(0.0007, -10.11)  # the rule before: the drop alone
+    flat = SpikeDetector(RollbackSettings(kl_window=3, reward_window=3))
+    for step in (1, 2, 3):
+        flat.record(step, 0.0005, 4.0)
+    assert "collapsed" in flat.judge(0.0007, 1.0)
