@@ -70,3 +70,13 @@ def test_config_validate_names_every_decision_that_cannot_pass(tmp_path):
     # the student's gates on 8 tasks cannot: named, with the n they need
     assert "distill student vs teacher (field accuracy): n=8" in run.stdout
     assert "cannot pass at these sizes" in run.stdout
+
+
+def test_the_plan_warns_that_gdpo_erases_the_prices(tmp_path):
+    from rubricrl.config import Params
+    from rubricrl.release.plan import AGGREGATION_WARNING, summary
+
+    assert AGGREGATION_WARNING not in summary(Params(), tmp_path / "metrics")
+    gdpo = Params().model_copy(deep=True)
+    gdpo.grpo.multi_objective_aggregation = "normalize_then_sum"
+    assert summary(gdpo, tmp_path / "metrics").endswith(AGGREGATION_WARNING)

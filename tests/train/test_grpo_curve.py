@@ -21,3 +21,5 @@ def test_smoke_curve_writes_every_setting_and_step(tmp_path):
     assert curve["sft"]["all"]["diff"] == 0.0  # SFT against itself
     md = (tmp_path / "curve.md").read_text()
     assert "## GRPO - SFT by step" in md and "| lr2e-5 | 2 |" in md and "generation share" in md
+    assert curve["metric"] == "strict field accuracy" and "| setting | step | strict field accuracy (all) |" in md
+    assert not any((tmp_path / "run" / name).exists() for name in curve["settings"])  # the checkpoints went
