@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rubricrl.calibrate.reference import reference_failures
 from rubricrl.core.errors import RubricRLError
 
 
@@ -52,6 +53,8 @@ def gate_failures(report: dict, bars) -> list[str]:
              for kind, ids in sorted((report.get("kinds_all_weak") or {}).items())]
     if on in ("referenced", "both"):
         fails += _failures(report, bars, report.get("min_margin", 0))
+    if report.get("reference"):
+        fails += reference_failures(report["reference"], bars)
     if on in ("label_free", "both"):
         free = report.get("label_free")
         if free is None:

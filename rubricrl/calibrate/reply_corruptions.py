@@ -17,6 +17,15 @@ Every mode returns None where it does not apply (a task without the item it need
   replaced by one refusal of every remedy ("Unfortunately, we cannot offer you a refund, a replacement or a voucher
   for order A-1.");
 - word_salad: gold's words (a Chinese reply: its characters) shuffled.
+Offers that are no offers, where the policy owes a remedy (the sentences of gold that name it, rewritten):
+- hedged: their modal made a possibility ("you can choose" -> "you might be able to choose"; 可以 -> 也许可以);
+- conditional: put under a condition the policy does not set ("If our manager approves it, ..."; 如果主管审批通过，...);
+- counterfactual: made what would have been ("Had you contacted us sooner, you would have been able to ...";
+  如果您早点联系我们，本来...);
+- retracted: gold, then a sentence that takes it back ("On second thought, after checking again, your request does
+  not qualify and the above does not apply."; 更正：...以上内容不作数。);
+- quoted_policy: replaced by the policy quoted back ("Our policy says: Items reported damaged ... get a full
+  refund ..."; 根据我们的售后政策：...), which commits no one.
 Each rewrite is done here with its own rules, not with the reward's reading of a reply.
 """
 
@@ -233,6 +242,86 @@ def refusing(task: Task, rng: random.Random) -> str | None:
     return ("" if zh else " ").join(kept) if said else None
 
 
+_POSSIBLE_EN = re.compile(r"\b(can|will|'ll|are going to)\b", re.I)
+_COMMIT_ZH = ("可以", "会", "将", "为您", "给您")
+
+
+def _rewrite_offers(task: Task, en, zh_) -> str | None:
+    """Gold with every sentence that names an owed remedy rewritten by `en` / `zh_` (sentence -> sentence)."""
+    owed, zh = _remedy_words(task, "negated"), _lang(task) == "zh"
+    if not owed:
+        return None
+    out, done = [], False
+    for sentence in _sentences(task.reference):
+        if _names(sentence, owed, zh) >= 0:
+            sentence, done = (zh_ if zh else en)(sentence), True
+        out.append(sentence)
+    return ("" if zh else " ").join(out) if done else None
+
+
+def _lower_first(sentence: str) -> str:
+    return sentence[:1].lower() + sentence[1:] if sentence[1:2].islower() or sentence[1:2] == " " else sentence
+
+
+def _hedge_zh(sentence: str) -> str:
+    k = min((sentence.find(c) for c in _COMMIT_ZH if c in sentence), default=-1)
+    return sentence[:k] + "也许" + sentence[k:] if k >= 0 else "也许" + sentence
+
+
+def hedged(task: Task, rng: random.Random) -> str | None:
+    def en(sentence: str) -> str:
+        if _POSSIBLE_EN.search(sentence):
+            return _POSSIBLE_EN.sub("might be able to", sentence, count=1)
+        return "Perhaps " + _lower_first(sentence)
+    return _rewrite_offers(task, en, _hedge_zh)
+
+
+def conditional(task: Task, rng: random.Random) -> str | None:
+    return _rewrite_offers(task, lambda s: "If our manager approves it, " + _lower_first(s),
+                           lambda s: "如果主管审批通过，" + s)
+
+
+def counterfactual(task: Task, rng: random.Random) -> str | None:
+    def en(sentence: str) -> str:
+        if _POSSIBLE_EN.search(sentence):
+            return "Had you contacted us sooner, " + _lower_first(
+                _POSSIBLE_EN.sub("would have been able to", sentence, count=1))
+        return "Had you contacted us sooner, we would have confirmed that " + _lower_first(sentence)
+    return _rewrite_offers(task, en, lambda s: "如果您早点联系我们，本来" + s)
+
+
+RETRACTION = {"en": "On second thought, after checking again, your request does not qualify and the above does not "
+                    "apply.",
+              "zh": "更正：再次核实后，您的申请不符合条件，以上内容不作数。"}
+
+
+def retracted(task: Task, rng: random.Random) -> str | None:
+    if not _remedy_words(task, "negated"):
+        return None
+    zh = _lang(task) == "zh"
+    return task.reference.rstrip() + ("" if zh else " ") + RETRACTION["zh" if zh else "en"]
+
+
+_POLICY = re.compile(r"(?:\[Policy\]|[Pp]olicy:|【[^】]*政策】|政策[：:])\s*(.+)")
+
+
+def quoted_policy(task: Task, rng: random.Random) -> str | None:
+    owed, zh = _remedy_words(task, "negated"), _lang(task) == "zh"
+    found = _POLICY.search(task.text)
+    if not owed or found is None:
+        return None
+    policy = found.group(1).strip()
+    quote = f"根据我们的售后政策：{policy}" if zh else f"Our policy says: {policy}"
+    kept, said = [], False
+    for sentence in _sentences(task.reference):
+        if _names(sentence, owed, zh) < 0:
+            kept.append(sentence)
+        elif not said:
+            kept.append(quote)
+            said = True
+    return ("" if zh else " ").join(kept) if said else None
+
+
 def word_salad(task: Task, rng: random.Random) -> str:
     if _lang(task) == "zh":
         tokens = re.findall(r"[\u4e00-\u9fff]|[^\u4e00-\u9fff\s]+", task.reference)
@@ -247,6 +336,8 @@ MODES: dict[str, Callable[[Task, random.Random], str | None]] = {
     "drop_essential": drop_essential, "change_amount": change_amount, "break_policy": break_policy,
     "pad_filler": pad_filler, "flatter_judge": flatter_judge, "wrong_language": wrong_language,
     "stuffed": stuffed, "negated": negated, "refusing": refusing, "word_salad": word_salad,
+    "hedged": hedged, "conditional": conditional, "counterfactual": counterfactual, "retracted": retracted,
+    "quoted_policy": quoted_policy,
 }
 
 
@@ -257,6 +348,8 @@ EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
     "break_policy": (("pitfalls",), 0), "pad_filler": (("items",), 2), "flatter_judge": (("pitfalls",), 2),
     "wrong_language": (("items",), 0), "stuffed": (("items",), 0), "negated": (("items", "pitfalls"), 0),
     "refusing": (("items", "pitfalls"), 0), "word_salad": (("items",), 0),
+    "hedged": (("items",), 1), "conditional": (("items",), 1), "counterfactual": (("items",), 1),
+    "retracted": (("items",), 1), "quoted_policy": (("items",), 1),
 }
 
 

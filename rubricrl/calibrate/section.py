@@ -105,6 +105,8 @@ def markdown(report: dict, gate: list[str]) -> str:
         lines.append("No policy samples (rubric.policy_samples: 0).")
     if report.get("dropped"):
         lines += ["", "Dropped components: " + ", ".join(f"`{d}`" for d in report["dropped"]) + "."]
+    if report.get("reference"):
+        lines += ["", *reference_lines(report["reference"])]
     if report.get("label_free"):
         lines += ["", *label_free_lines(report)]
     on = report.get("gate_on", "referenced")
@@ -117,6 +119,27 @@ def markdown(report: dict, gate: list[str]) -> str:
         f"All probes score below gold by the margin,{misses} and the correlation bars "
         f"are met on the corruption set and on the policy's samples ({which})."]
     return "\n".join(lines) + "\n"
+
+
+def reference_lines(ref: dict) -> list[str]:
+    """The hand-written reference set's section (rubricrl/calibrate/reference.py)."""
+    err = ref["errors"]
+    lines = ["## Hand-written reference set", "",
+             f"{ref['n_replies']} replies to {ref['n_scenarios']} hand-written tasks ({', '.join(ref['languages'])}) "
+             f"in scenarios the generator does not write; {ref['n_pairs']} pairs, each a good reply above a failure "
+             "of the same task (a tie orders nothing).", "",
+             table(["metric", "pairs ordered"], [["reward", ref["reward_pair_accuracy"]],
+                                                 ["checklist (the true metric)", ref["checklist_pair_accuracy"]]],
+                   digits=4), "",
+             f"Errors: the reward alone misorders {err['reward_only']} pairs, the checklist alone "
+             f"{err['checklist_only']}, both {err['both']} (phi {_cell(err['phi'])}: how much the two readings' "
+             "errors coincide). Good replies the reward scores 0: "
+             + (", ".join(ref["good_scored_zero"]) or "none") + ".", "",
+             table(["failure kind", "pairs", "reward orders", "checklist orders", "worst reward margin",
+                    f"pairs under the {ref['min_margin']} margin"],
+                   [[kind, row["pairs"], row["reward_accuracy"], row["checklist_accuracy"], row["worst_margin"],
+                     row["under_margin"]] for kind, row in ref["kinds"].items()], digits=4)]
+    return lines
 
 
 def _cell(value, fmt: str = "{}") -> str:

@@ -11,11 +11,12 @@ from rubricrl.core.errors import ConfigError
 from rubricrl.calibrate.calibrate import Calibration, calibrate, calibration_set
 from rubricrl.calibrate.draft import add_proposals, combine, derive_rubric, free_text_draft, propose_criteria
 from rubricrl.calibrate.gate import gate_failures
+from rubricrl.calibrate.reference import load_reference, measure
 from rubricrl.calibrate.section import markdown, plots, true_metric
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.reward.spec import Rubric
 from rubricrl.core.slices import stratified
-from rubricrl.core.taskfile import Task, load_responses
+from rubricrl.core.taskfile import FREE_TEXT, Task, load_responses
 
 OUTPUT_FILES = ("draft.yaml", "rubric.yaml", "report.json", "report.md", "separation.png", "reward_vs_accuracy.png")
 
@@ -85,6 +86,10 @@ def run_calibration(rubric: Rubric, val: list[Task], params: Params, policy_resp
                     cfg.min_margin)
     if generation is not None:
         cal.report["policy_generation"] = generation.to_dict()
+    if cfg.reference and FREE_TEXT in rubric.kinds:
+        reference_scorer = RubricScorer(cal.rubric, judge_override=params.scoring.judge_config(),
+                                        policy_model=params.policy.model)
+        cal.report["reference"] = measure(load_reference(), reference_scorer, cfg.min_margin)
     for cid in cal.report["weak_kept"]:
         print(f"warning: kept weak component '{cid}': {cal.report['components'][cid]['verdict']}", file=sys.stderr)
     return cal
@@ -113,6 +118,9 @@ def write_outputs(out_dir: Path, draft: Rubric, cal: Calibration, params: Params
             "policy_samples": pol.get("n_samples", 0),
             "policy_tokens_per_s": (report.get("policy_generation") or {}).get("tokens_per_s"),
             "judge_calls_per_response": report["judge_calls_per_response"], "gate_passed": int(not gate),
+            # The hand-written reference set (free text only).
+            "reference_reward_pair_accuracy": (report.get("reference") or {}).get("reward_pair_accuracy"),
+            "reference_checklist_pair_accuracy": (report.get("reference") or {}).get("checklist_pair_accuracy"),
             # The same figures with every reference hidden from the reward (the report's label_free block).
             "label_free_pairwise_accuracy": (free.get("reward") or {}).get("pairwise_accuracy"),
             "label_free_spearman_accuracy": (free.get("reward") or {}).get("spearman_accuracy"),

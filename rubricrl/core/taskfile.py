@@ -171,11 +171,22 @@ def check_checklist(sheet: Any) -> list[str]:
             problems.append(f".facts[{i}].any_text: must be a non-empty list of non-empty strings")
         elif "noun" in fact and (kinds != ["number"] or fact["noun"] not in CHECKLIST_NOUNS):
             problems.append(f".facts[{i}].noun: a number's noun, one of {', '.join(CHECKLIST_NOUNS)}")
+    names: dict[str, str] = {}
     for key in ("owed", "refused"):
         named = sheet.get(key, [])
-        if not isinstance(named, list) or not all(r in CHECKLIST_REMEDIES for r in named if isinstance(r, str)) \
-                or not all(isinstance(r, str) for r in named):
-            problems.append(f".{key}: must be a list of remedies ({', '.join(CHECKLIST_REMEDIES)})")
+        if not isinstance(named, list):
+            problems.append(f".{key}: must be a list of remedies (a name of {', '.join(CHECKLIST_REMEDIES)}, or "
+                            "{what: <name>, any_text: [the words that name it]})")
+            continue
+        for i, remedy in enumerate(named):
+            problem = _remedy_problem(remedy)
+            if problem:
+                problems.append(f".{key}[{i}]{problem}")
+                continue
+            name = remedy if isinstance(remedy, str) else remedy["what"]
+            if name in names:
+                problems.append(f".{key}[{i}]: {_clip(name, 80)!r} is named twice (also in {names[name]})")
+            names[name] = f"{key}[{i}]"
     forbidden = sheet.get("forbidden_numbers", [])
     if not isinstance(forbidden, list) or not all(_is_number(x) for x in forbidden):
         problems.append(".forbidden_numbers: must be a list of numbers")
@@ -186,6 +197,26 @@ def check_checklist(sheet: Any) -> list[str]:
         if isinstance(words, bool) or not isinstance(words, int) or words < low:
             problems.append(f".{key}: must be a {'non-negative' if low == 0 else 'positive'} integer")
     return problems
+
+
+def _remedy_problem(remedy: Any) -> str | None:
+    """What is wrong with one `owed` / `refused` entry: a built-in remedy's name, or an open one
+    {what, any_text} (the task's own offer or refusal: a repair, a date change, ...)."""
+    if isinstance(remedy, str):
+        return None if remedy in CHECKLIST_REMEDIES else (
+            f": {_clip(remedy, 80)!r} is no built-in remedy ({', '.join(CHECKLIST_REMEDIES)}); name your own as "
+            "{what: <name>, any_text: [the words that name it]}")
+    if not isinstance(remedy, dict):
+        return f": must be a remedy's name or an object, got {type(remedy).__name__}"
+    extra = sorted(set(remedy) - {"what", "any_text"}, key=str)
+    if extra:
+        return f".{_clip(str(extra[0]), 80)}: unknown key (allowed: what, any_text)"
+    if not isinstance(remedy.get("what"), str) or not remedy["what"].strip():
+        return ".what: must be a non-empty string (the remedy's name)"
+    texts = remedy.get("any_text")
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) and t.strip() for t in texts):
+        return ".any_text: must be a non-empty list of non-empty strings (the words that name the remedy)"
+    return None
 
 
 def _is_number(x: Any) -> bool:

@@ -12,17 +12,24 @@ A task's `meta.checklist` (the embedded data writes one for every task, rubricrl
      "owed": ["refund", "replacement"], "refused": [], "forbidden_numbers": [74.47],
      "min_words": 15, "max_words": 130}
 
+`owed` and `refused` name the built-in remedies (refund, replacement, voucher, return) or a task's own, as
+{"what": "repair", "any_text": ["repair", "fix"]} (a warranty repair, a date change, a resent part: any domain's
+offer or refusal), read the same way.
+
 Entries, each passed or failed:
 - every fact *claimed*: a text (an identifier) as written in a prose sentence; one of `any_text` in a prose
   sentence outside any negation scope; a number as a number the reply writes (68.48 is "68.48", not "68.5" nor
   "about 68") in a prose sentence, outside any negation scope, attached to the fact's `noun` when it names one
   (refund, voucher, shipping, days), and never negated anywhere;
 - every remedy `owed` (refund, replacement, voucher, return) *offered*: a prose sentence offers it and no sentence
-  refuses it; and one guard: no sentence refuses a remedy owed;
+  refuses it; and two guards: no sentence refuses a remedy owed, and none offers one only in a hedged,
+  conditional, counterfactual, quoted or withdrawn way (claims.py: mooted), which misleads the customer;
 - every remedy `refused` *refused*: a sentence says no to it (the customer must learn the answer); and one guard:
   no sentence offers one of them (nor, where `refund_allowed` is false, a refund);
-- no forbidden number stated (the total with shipping, both charges), and no number the source text does not write
-  (an invented amount, deadline or date);
+- no forbidden number stated (the total with shipping, both charges), and no number that neither the source text
+  writes nor a fact of the checklist states (an invented amount, deadline or date; a computed amount the checklist
+  names, a pro-rata refund, is no invention);
+- no note to whoever grades it (a grader, a rubric, full marks; 评分, 满分): a reply talks to its reader;
 - the form: written in the task's language; between `min_words` and `max_words` words (a CJK character is a
   word); read as prose (at least 60% of its words in prose sentences: a bag of tokens or shuffled words is not).
 
@@ -42,6 +49,9 @@ from rubricrl.metrics.claims import Sentence, read
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![0-9])")
 _WORD = re.compile(r"[\u3400-\u9fff]|[A-Za-z0-9]+(?:['.\-][A-Za-z0-9]+)*")
 PROSE_SHARE = 0.6
+# Words for whoever grades the reply (a reply talks to its reader, never to its marker).
+_META = re.compile(r"(?i)\b(?:grader|graders|grading|rubric|rubrics|evaluator|evaluators|assessor|marker|full\s+marks|"
+                   r"top\s+marks|scor(?:e|ing)\s+(?:this|it|the\s+reply))\b|评分|打分|满分|评审|阅卷")
 
 
 @dataclass
@@ -62,8 +72,25 @@ class ChecklistResult:
 
 def _numbers(text: str) -> set[float]:
     """Numbers as written: digits with an optional decimal point; thousands separators dropped first."""
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", unicodedata.normalize("NFKC", text))
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", unicodedata.normalize("NFKC", text))  # 1,300元 too
     return {round(float(m.group()), 4) for m in _NUMBER.finditer(text)}
+
+
+_SPELLED = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+            "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40,
+            "fifty": 50, "sixty": 60, "ninety": 90, "hundred": 100}
+
+
+def _spelled(text: str) -> set[float]:
+    """Numbers a source spells out ("a three-night stay", "fourteen days"; "twenty-four": 24)."""
+    out = set()
+    for m in re.finditer(r"[A-Za-z]+(?:-[A-Za-z]+)?", text):
+        parts = m.group().casefold().split("-")
+        if all(p in _SPELLED for p in parts):
+            out.add(float(sum(_SPELLED[p] for p in parts)))
+        elif parts[0] in _SPELLED:
+            out.add(float(_SPELLED[parts[0]]))
+    return out
 
 
 def _has(numbers: set[float], x: float) -> bool:
@@ -90,13 +117,20 @@ def _claims_text(sentences: list[Sentence], texts: list[str], affirmed: bool) ->
     return False
 
 
+def _remedy_name(remedy) -> str:
+    return remedy if isinstance(remedy, str) else remedy["what"]
+
+
 def check(task: Task, reply: str) -> ChecklistResult:
     sheet = task.meta.get("checklist")
     if not isinstance(sheet, dict):
         raise ValueError(f"task {task.id}: no checklist in meta (the free-text true metric needs one)")
     out, lang = ChecklistResult(), sheet.get("lang") or task.meta.get("lang") or "en"
-    sentences = read(reply)
-    numbers, source_numbers = _numbers(reply), _numbers(task.text)
+    owed = [_remedy_name(r) for r in sheet.get("owed", ())]
+    denied = [_remedy_name(r) for r in sheet.get("refused", ())]
+    sentences = read(reply, {r["what"]: r["any_text"] for r in [*sheet.get("owed", ()), *sheet.get("refused", ())]
+                             if isinstance(r, dict)})
+    numbers, source_numbers = _numbers(reply), _numbers(task.text) | _spelled(task.text)
 
     def mark(ok: bool, what: str, kind: str) -> None:
         (out.passed if ok else out.failed).append(what)
@@ -112,9 +146,11 @@ def check(task: Task, reply: str) -> ChecklistResult:
     offered = {r for s in sentences for r in s.offered}
     refused = {r for s in sentences for r in s.refused}
     affirmed = {r for s in sentences for r in s.affirmed}
-    owed, denied = list(sheet.get("owed", ())), list(sheet.get("refused", ()))
+    mooted = {r for s in sentences for r in s.mooted}
     for remedy in owed:
         mark(remedy in offered and remedy not in refused, f"offers the {remedy}", "fact")
+    if owed:
+        mark(not mooted & set(owed), "makes no hedged, conditional, counterfactual or withdrawn offer", "guard")
     if owed:
         mark(not refused & set(owed), "refuses no remedy the policy grants", "guard")
     for remedy in denied:
@@ -125,7 +161,12 @@ def check(task: Task, reply: str) -> ChecklistResult:
         mark("refund" not in affirmed, "promises no refund the policy does not allow", "guard")
     forbidden = [x for x in sheet.get("forbidden_numbers", ()) if _has(numbers, x)]
     mark(not forbidden, "states no forbidden amount", "guard")
-    mark(numbers <= source_numbers, "states only numbers the source gives", "guard")
+    # the numbers the checklist's own facts write (a computed amount, a new date) are stated, not invented
+    owed_numbers = {round(float(f["number"]), 4) for f in sheet.get("facts", ()) if "number" in f} | _numbers(
+        " ".join(t for f in sheet.get("facts", ()) for t in [f.get("text", ""), *f.get("any_text", ())]))
+    mark(numbers <= source_numbers | owed_numbers, "states only numbers the source gives", "guard")
+    mark(not _META.search(unicodedata.normalize("NFKC", reply)), "speaks to the customer only (no note to a grader)",
+         "guard")
     cjk = sum("\u3400" <= c <= "\u9fff" for c in reply)
     latin = sum(c.isascii() and c.isalpha() for c in reply)
     in_lang = (cjk > latin / 3) if lang == "zh" else (latin > 0 and cjk == 0)

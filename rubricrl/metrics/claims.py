@@ -12,13 +12,22 @@ Per sentence (cut after 。！？!? a line break, or a full stop before a space)
   to a scope end (; : but, so, however, instead, ...) and the 3 words before it ("a refund is not possible");
   "instead of X" / "rather than X" cover X. Chinese: a negator (无法, 不能, 不予, 不 but not 不便, ...) covers the
   rest of its clause, and the next clause when that one starts with 或 / 和 / 并 (the negation carries over);
-- *remedies* (refund, replacement, voucher, return): a remedy word inside a negation scope is *refused*; outside
+- *remedies* (refund, replacement, voucher, return, and a task's own: a repair, a date change, named by its
+  checklist's words): a remedy word inside a negation scope is *refused*; outside
   every one it is *affirmed*, and *offered* when a prose sentence commits to it before naming it (a modal or an
   offer verb: will, can, adding, choose, ...; 会, 可以, 为您, 我们, ...; or "we refund"); one that names a thing
   (a return label, 退货期限) or whose object is the shipping fee ("the shipping is not refunded") claims nothing;
 - *amounts*: each number that is not part of an identifier, with the noun it attaches to (the nearest of refund,
   voucher, shipping and days within a few words: "a refund of the item price, 132.30 EUR" is a refund, "within
   5 business days" days) and whether it stands in a negation scope;
+- *modality*: an offer counts only when it is made outright. A sentence whose offer is hedged (a modal of
+  possibility with the shop or the matter as its subject: "we may", "it might", or perhaps, possibly, try to;
+  也许, 可能, 尽量), set under a condition the shop imposes (if, unless, provided, as long as; 如果, 只要, 除非,
+  ...; followed by what it asks for: a proof, a photo, an approval, a check; "if you prefer" is a choice), counterfactual (a modal followed by "have" and a past
+  participle, "had you"; 本来, 本可以), or reported from the policy by no one (the policy or the terms as the
+  subject of says / states / allows ...; 规定, 条款, 政策 with no first person nor 为您 / 给您) offers nothing: its
+  remedies are *mooted*. An offer a later sentence withdraws (on second thought, disregard, withdraw, correction;
+  更正, 收回, 请忽略, 不作数) is mooted too;
 - the speech act: refusal, offer, apology or statement.
 """
 
@@ -31,13 +40,14 @@ from dataclasses import dataclass, field
 REMEDIES = ("refund", "replacement", "voucher", "return")
 
 # --- English -----------------------------------------------------------------------------------------------
-_TOKEN_EN = re.compile(r"[A-Za-z]{1,4}-\d+|\d+(?:,\d{3})*(?:\.\d+)?|[A-Za-z]+(?:['’][A-Za-z]+)?|[;:]")
+_TOKEN_EN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}|[A-Za-z]{1,4}-\d+|\d+(?:,\d{3})*(?:\.\d+)?|[A-Za-z]+(?:['’][A-Za-z]+)?|[;:,]")
 _REMEDY_EN = {
-    "refund": [("refund",), ("refunds",), ("refunded",), ("refunding",), ("reimburse",), ("reimbursed",),
+    "refund": [("refund",), ("refunds",), ("refunded",), ("refunding",), ("refundable",), ("reimburse",),
+               ("reimbursed",),
                ("reimbursement",), ("money", "back"), ("back", "on", "your"), ("back", "to", "your"),
                ("credited", "back")],
-    "replacement": [("replacement",), ("replace",), ("replaced",), ("replacing",), ("exchange",), ("exchanged",),
-                    ("new", "one")],
+    "replacement": [("replacement",), ("replacements",), ("replace",), ("replaced",), ("replacing",), ("exchange",),
+                    ("exchanged",), ("new", "one")],
     "voucher": [("voucher",), ("vouchers",), ("coupon",), ("gift", "card"), ("store", "credit")],
     "return": [("return",), ("returned",), ("returning",), ("send", "it", "back")],
 }
@@ -46,10 +56,19 @@ _SHIPPING_EN = frozenset("shipping postage".split())
 _NOUNS_EN = {"refund": frozenset("refund refunds refunded reimbursement price amount charge extra duplicate".split()),
              "voucher": frozenset("voucher vouchers coupon".split()),
              "shipping": _SHIPPING_EN, "days": frozenset("day days business working".split())}
-_NEGATORS_EN = frozenset("not no never cannot can't won't don't doesn't didn't isn't aren't wasn't weren't unable "
+_NEGATORS_EN = frozenset("non not no never cannot can't won't don't doesn't didn't isn't aren't wasn't weren't unable "
                          "neither nor without decline declined refuse refused deny denied".split())
 _NEGATOR_PAIRS_EN = {("instead", "of"), ("rather", "than"), ("in", "place")}
-_SCOPE_ENDS_EN = frozenset("; : but so however although though yet whereas while instead except".split())
+# Refusals in other words: "off the table", "out of the question", "in no position to", "beyond what we".
+_REFUSALS_EN = (("off", "the", "table"), ("out", "of", "the", "question"), ("in", "no", "position"),
+                ("not", "in", "a", "position"), ("beyond", "what"), ("outside", "what"), ("not", "something", "we"))
+_BOTH_EN = frozenset("either both neither".split())  # "we cannot offer either": the remedies named before it
+_COSTS_EN = frozenset("costs cost expenses fee fees charges".split())
+_BE_EN = frozenset("is are was were be been".split())
+_PREDICATES_EN = frozenset("possible available refundable eligible allowed permitted covered included offered "
+                           "granted refunded replaced returned".split())
+_SCOPE_ENDS_EN = frozenset("; : but so however although though yet whereas while instead except because since "
+                           "which unless".split())
 _AUX_EN = frozenset("is are was were be been am will would can could shall should may might must has have had do "
                     "does did".split())
 # Common verbs (their -s, -es, -d, -ed and -ing forms count too): a sentence's finite verb, where no auxiliary shows it.
@@ -66,20 +85,27 @@ _COMMIT_EN = frozenset("will can could may shall going happy offer offering offe
 _APOLOGY_EN = frozenset("sorry apologise apologize apologies apology regret".split())
 
 # --- Chinese -----------------------------------------------------------------------------------------------
-_REMEDY_ZH = {"refund": ("退款", "退还", "退回", "返还", "退钱", "退给"),
+_REMEDY_ZH = {"refund": ("退款", "退还", "退回", "返还", "退钱", "退给", "退费", "拿回"),
               "replacement": ("换货", "更换", "补发", "换新", "调换", "重新发货"),
-              "voucher": ("优惠券", "代金券", "礼券", "购物券"),
+              "voucher": ("优惠券", "代金券", "礼券", "购物券", "红包"),
               "return": ("退货",)}
-_THING_ZH = ("期限", "面单", "政策", "申请", "地址", "流程", "运费")
+_THING_ZH = ("期限", "面单", "政策", "申请", "地址", "流程", "运费", "费", "手续费")  # 退货期限; 改签费 is a fee
 _SHIPPING_ZH = ("运费", "邮费")
 _NOUNS_ZH = {"refund": _REMEDY_ZH["refund"] + ("金额", "多扣", "货款", "价款"), "voucher": _REMEDY_ZH["voucher"],
              "shipping": _SHIPPING_ZH}
 _DAY_UNITS_ZH = ("个工作日", "工作日", "天", "日", "个月")
-_NEGATORS_ZH = ("无法", "不能", "不予", "不会", "不可", "不再", "拒绝", "没有", "没法", "未能", "恕不", "不")
+_NEGATORS_ZH = ("无法", "不能", "不予", "不会", "不可", "不再", "拒绝", "没有", "没法", "未能", "恕不", "办不了", "办不到",
+                "做不到", "超出了", "超出", "不")
+# Said after their object, these refuse the whole clause ("全额退款这一块我们办不了"); a clause that only names a
+# topic ("换新机这项，...不能提供") takes the next clause's refusal.
+_AFTER_OBJECT_ZH = ("办不了", "办不到", "做不到", "超出了", "超出", "不能提供", "无法提供", "不提供", "不支持", "无法办理",
+                    "不予办理", "不行")
+_TOPIC_ENDS_ZH = ("这项", "这一项", "这一块", "这块", "方面", "的话", "这个")
 _NOT_NEGATORS_ZH = ("不便", "不好意思", "不客气", "不过", "不满", "不错", "不少", "不仅", "不同", "不久", "不断")
 _CLAUSE_MARKS_ZH = "，,；;：:"
 _CARRY_ZH = ("或者", "或是", "或", "以及", "及", "和", "并且", "并", "也")
 _TURNS_ZH = ("但是", "但", "不过", "然而", "所以", "因此")
+_SUBORDINATORS_EN = frozenset("as because since although though while when once after if".split())
 _VERBS_ZH = ("办理", "提供", "收到", "联系", "感谢", "抱歉", "退款", "退还", "退回", "更换", "换货", "补发", "补偿",
              "超过", "使用", "报告", "发出", "选择", "扣款", "发错", "处理", "安排", "确认", "带来", "深表", "表示",
              "可以", "无法", "不能", "希望", "需要", "已经", "承担", "返还", "赔偿", "发货", "寄回", "退货", "到账",
@@ -90,6 +116,7 @@ _COMMIT_ZH = ("会", "可以", "将", "能够", "为您", "给您", "帮您", "�
 _APOLOGY_ZH = ("抱歉", "歉意", "对不起", "道歉")
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.\-])\d+(?:,\d{3})*(?:\.\d+)?")
 _ID = re.compile(r"[A-Za-z]{1,4}-\d+")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 @dataclass(frozen=True)
@@ -110,6 +137,8 @@ class Sentence:
     amounts: list[Amount] = field(default_factory=list)
     apology: bool = False
     spans: list[tuple[int, int]] = field(default_factory=list)  # negation scopes, as character offsets
+    mooted: set[str] = field(default_factory=set)  # remedies named in a hedged, conditional, ... or withdrawn offer
+    withdraws: bool = False  # the sentence takes back what came before it
 
     @property
     def act(self) -> str:
@@ -141,46 +170,154 @@ def _chinese(sentence: str) -> bool:
     return han > 0 and 3 * han >= sum(c.isascii() and c.isalpha() for c in sentence)
 
 
-def read(reply: str) -> list[Sentence]:
-    """The reply's sentences with their claims (module doc)."""
+def read(reply: str, remedies: dict[str, list[str]] | None = None) -> list[Sentence]:
+    """The reply's sentences with their claims (module doc). `remedies`: a task's own remedies beyond the built-in
+    four, {name: the words that name it} (a checklist's open `owed` / `refused` entries)."""
     text = unicodedata.normalize("NFKC", reply)
-    return [_read_zh(s) if _chinese(s) else _read_en(s) for s in split_sentences(text)]
+    en, zh = _REMEDY_EN, _REMEDY_ZH
+    if remedies:
+        en = {**_REMEDY_EN, **{name: [tuple(t for t, _, _ in _tokens_en(w)) for w in words]
+                               for name, words in remedies.items()}}
+        zh = {**_REMEDY_ZH, **{name: tuple(unicodedata.normalize("NFKC", w) for w in words)
+                               for name, words in remedies.items()}}
+    out = [_read_zh(s, zh) if _chinese(s) else _read_en(s, en) for s in split_sentences(text)]
+    last = max((i for i, s in enumerate(out) if s.withdraws), default=0)
+    for s in out[:last]:  # a later sentence withdraws these offers
+        s.mooted |= s.offered
+        s.offered = set()
+    return out
+
+
+# --- modality ----------------------------------------------------------------------------------------------
+_POSSIBILITY_EN = frozenset("may might".split())
+_SUBJECTS_OF_HEDGE_EN = frozenset("we i it this that there which they".split())
+_HEDGE_WORDS_EN = frozenset("perhaps possibly maybe potentially probably".split())
+_TRYING_EN = frozenset("try trying attempt attempting hope hoping".split())
+_CONDITIONS_EN = frozenset("if unless provided providing assuming".split())
+_CHOICE_VERBS_EN = frozenset("prefer wish like want rather choose need".split())
+_REPORTERS_EN = frozenset("says say states state allows allow entitles entitle provides provide reads specifies "
+                          "stipulates".split())
+# What a condition the shop imposes asks for (prefixes): a proof, a photo, an approval, a check.
+_ASKED_EN = ("approv", "agree", "confirm", "verif", "review", "manager", "supervisor", "provid", "submit", "upload",
+             "photo", "proof", "certificat", "receipt", "invoice", "evidence", "document", "inspect", "assess",
+             "eligib", "qualif")
+_RULE_NOUNS_EN = frozenset("policy policies terms rules regulation regulations".split())
+_WITHDRAW_EN = frozenset("disregard withdraw withdrawn retract retracted rescind rescinded revoke revoked "
+                         "correction".split())
+
+
+def _moot_en(low: list[str]) -> bool:
+    """The sentence offers nothing outright (module doc: modality)."""
+    for i, w in enumerate(low):
+        nxt = low[i + 1] if i + 1 < len(low) else ""
+        prev = low[i - 1] if i else ""
+        if w in _HEDGE_WORDS_EN or (w in _POSSIBILITY_EN and (prev in _SUBJECTS_OF_HEDGE_EN or nxt == "be")):
+            return True
+        if w in _TRYING_EN and nxt == "to":
+            return True
+        condition = (w in _CONDITIONS_EN and not (w == "if" and (nxt in ("so", "needed") or any(
+            v in _CHOICE_VERBS_EN for v in low[i + 1:i + 5])))) or (w == "long" and prev == "as" and nxt == "as")
+        if condition and any(v.startswith(_ASKED_EN) for v in low[i + 1:]):
+            return True
+        if w == "have" and prev in ("would", "could", "might", "should", "not", "wouldn't", "couldn't") and \
+                len(nxt) > 3 and nxt.endswith(("ed", "en", "t")):
+            return True
+        if w == "had" and nxt == "you":
+            return True
+        if w in _REPORTERS_EN and any(n in _RULE_NOUNS_EN for n in low[max(0, i - 6):i]) and \
+                not any(a in ("we", "i") and b in _AUX_EN | {"'ll"} for a, b in zip(low, low[1:])):
+            return True
+    return False
+
+
+def _withdraws_en(low: list[str]) -> bool:
+    pairs = set(zip(low, low[1:]))
+    return bool(set(low) & _WITHDRAW_EN) or ("second", "thought") in pairs or ("scratch", "that") in pairs or (
+        "after", "all") in pairs
+
+
+_MOOT_ZH = ("也许", "或许", "大概", "尽量", "争取", "试着", "说不定", "不一定", "未必", "本来", "本可以", "本应",
+            "要是早", "如果早", "只要", "前提是", "除非", "倘若", "假如", "条件是", "视情况")
+_CONDITIONS_ZH = ("如果", "要是", "只要", "前提是", "除非", "倘若", "假如", "条件是", "视情况")
+_ASKED_ZH = ("审核", "审批", "同意", "批准", "核实", "确认", "证明", "照片", "截图", "上传", "提供", "提交", "检测", "凭证",
+             "发票", "主管", "经理", "评估", "符合")
+_CHOICE_ZH = ("如您需要", "如果您需要", "如果您愿意", "如您愿意", "如果您希望", "如您希望", "如有", "如果有任何", "如果您有",
+              "如果方便", "如您方便", "如果您选择", "如您选择", "如果您想", "如您想", "如果您要", "如您要")
+_RULES_ZH = ("规定", "条款", "政策")
+# Someone commits: the shop acting (我们会, 我们为, ...; not 我们的) or the customer's right (您可以).
+_FIRST_PERSON_ZH = ("我们会", "我们将", "我们可以", "我们为", "我们给", "我们帮", "我们已", "我们马上", "我们立即",
+                    "我们这边", "我会", "我将", "为您", "给您", "帮您", "您可以", "您将")
+_WITHDRAW_ZH = ("更正", "收回", "撤回", "请忽略", "不作数", "不算数", "作废", "说错了")
+
+
+def _moot_zh(sentence: str) -> bool:
+    rest = sentence
+    for c in _CHOICE_ZH:
+        rest = rest.replace(c, "")
+    if any(m in rest for m in _MOOT_ZH if m not in _CONDITIONS_ZH) or (
+            any(c in rest for c in _CONDITIONS_ZH) and any(a in rest for a in _ASKED_ZH)):
+        return True
+    if "可能" in rest.replace("尽可能", "").replace("不可能", ""):
+        return True
+    return any(r in sentence for r in _RULES_ZH) and not any(f in sentence for f in _FIRST_PERSON_ZH)
 
 
 # --- English -----------------------------------------------------------------------------------------------
 
-def _read_en(sentence: str) -> Sentence:
-    toks = [(m.group().casefold().replace("’", "'"), m.start(), m.end()) for m in _TOKEN_EN.finditer(sentence)]
-    words = [t for t, _, _ in toks if t not in (";", ":")]
+def _tokens_en(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group().casefold().replace("’", "'"), m.start(), m.end()) for m in _TOKEN_EN.finditer(text)]
+
+
+def _read_en(sentence: str, remedies: dict = _REMEDY_EN) -> Sentence:
+    toks = _tokens_en(sentence)
+    words = [t for t, _, _ in toks if t not in (";", ":", ",")]
     low = [t for t, _, _ in toks]
-    alpha = [w for w in words if w[0].isalpha() and "-" not in w]
+    alpha = [w for w in words if (w[0].isalpha() and "-" not in w) or _DATE.fullmatch(w)]  # a date reads as a word
     first = next((c for c in sentence if c.isalnum()), "")
     verb = any(w in _AUX_EN or "'" in w or (len(w) > 4 and w.endswith("ed")) or _verb_en(w) for w in words) or any(
         low[i] in _SUBJECTS_EN and low[i + 1][0].isalpha() for i in range(len(low) - 1))
     prose = (len(words) >= 4 and (first.isupper() or first.isdigit()) and verb and len(alpha) >= 0.6 * len(words)
              and any(w in _FUNCTION_EN for w in words))
-    out = Sentence(sentence, len(words), prose, apology=any(w in _APOLOGY_EN for w in words))
+    out = Sentence(sentence, len(words), prose, apology=any(w in _APOLOGY_EN for w in words),
+                   withdraws=_withdraws_en(low))
     negated = _scopes_en(low)
+    moot = _moot_en(low)
     for i, (t, a, b) in enumerate(toks):
         if negated[i]:
             out.spans.append((a, b))
-    for remedy, phrases in _REMEDY_EN.items():
-        for i in range(len(low)):
-            phrase = next((p for p in phrases if tuple(low[i:i + len(p)]) == p), None)
-            if phrase is None:
-                continue
-            after = low[i + len(phrase)] if i + len(phrase) < len(low) else ""
-            if after in _THING_EN or _about_shipping_en(low, i, len(phrase)):
-                continue  # a return label; the shipping is not refunded
-            if negated[i]:
-                out.refused.add(remedy)
-            else:
-                out.affirmed.add(remedy)
-                if prose and (any(w in _COMMIT_EN or w.endswith("'ll") for w in low[:i])
-                              or (i and low[i - 1] in ("we", "i"))):
-                    out.offered.add(remedy)
+    found = [(remedy, i, len(phrase)) for remedy, phrases in remedies.items() for i in range(len(low))
+             for phrase in [next((p for p in phrases if tuple(low[i:i + len(p)]) == p), None)] if phrase]
+    commits = any(w in _COMMIT_EN or w.endswith("'ll") for w in low)
+    for remedy, i, n in found:
+        # "reimburse the train tickets", "release the full deposit": the object, a task's own remedy named within
+        # the next 3 words, is what is given or refused, not this word's remedy; and "the joining fee can't be
+        # refunded", "travel costs are not reimbursed": so is the subject of a participle.
+        if any(other != remedy and other not in _REMEDY_EN and i + n <= j <= i + n + 3
+               and not set(low[i + n:j]) & {"or", "and", ","} for other, j, _ in found):
+            continue
+        if low[i].endswith(("ed", "able")) and (any(
+                other != remedy and other not in _REMEDY_EN and i - 7 <= j < i
+                and not set(low[j:i]) & _SCOPE_ENDS_EN for other, j, _ in found)
+                or any(w in _COSTS_EN for w in low[max(0, i - 7):i])):
+            continue
+        after = low[i + n] if i + n < len(low) else ""
+        if after in _THING_EN or _about_shipping_en(low, i, n):
+            continue  # a return label; the shipping is not refunded
+        if negated[i]:
+            out.refused.add(remedy)
+        else:
+            out.affirmed.add(remedy)
+            if prose and (commits or (i and low[i - 1] in ("we", "i", "we're", "i'm"))
+                          or (i > 1 and low[i - 2] in ("we", "i") and low[i - 1] in ("are", "am"))
+                          or (low[i].endswith("ed") and i and low[i - 1] in ("is", "are", "been", "be"))):
+                (out.mooted if moot else out.offered).add(remedy)
+    if any(negated[k] and low[k] in _BOTH_EN for k in range(len(low))):
+        out.refused |= out.affirmed
+        out.affirmed, out.offered = set(), set()
     for i, (t, a, b) in enumerate(toks):
-        if t[0].isdigit():
+        if t[0] in ",;:":
+            continue
+        if t[0].isdigit() and not _DATE.fullmatch(t):
             out.amounts.append(Amount(round(float(t.replace(",", "")), 2), _attach_en(low, i), negated[i]))
     return out
 
@@ -206,29 +343,56 @@ def _about_shipping_en(low: list[str], i: int, n: int) -> bool:
 
 
 def _scopes_en(low: list[str]) -> list[bool]:
-    """Per token: inside a negation scope."""
+    """Per token: inside a negation scope. A comma ends one only when it closes a clause the sentence opens with
+    (As you weren't given one, we ...); a refusal in other words (off the table, in no position to) covers its
+    clause both ways."""
     inside = [False] * len(low)
+    fronted = low[0] in _SUBORDINATORS_EN if low else False
+    first_comma = next((k for k, t in enumerate(low) if t == ","), len(low))
+    for i in range(len(low)):
+        phrase = next((r for r in _REFUSALS_EN if tuple(low[i:i + len(r)]) == r), None)
+        if phrase:
+            a = i
+            while a > 0 and low[a - 1] not in _SCOPE_ENDS_EN:
+                a -= 1
+            b = i
+            while b < len(low) and low[b] not in _SCOPE_ENDS_EN:
+                b += 1
+            for k in range(a, b):
+                inside[k] = True
     for i, w in enumerate(low):
         pair = (w, low[i + 1]) in _NEGATOR_PAIRS_EN if i + 1 < len(low) else False
         if w not in _NEGATORS_EN and not w.endswith("n't") and not pair:
             continue
         j = i + (2 if pair else 1)
-        while j < len(low) and low[j] not in _SCOPE_ENDS_EN:
+        while j < len(low) and low[j] not in _SCOPE_ENDS_EN and not (fronted and j == first_comma > i):
             inside[j] = True
             j += 1
+        # Backwards: the 3 words before it, or the whole clause before a negated predicate ("a refund or a
+        # replacement is not possible": its subject is what is refused).
+        predicate = (i and low[i - 1] in _BE_EN) or (i + 1 < len(low) and low[i + 1] in _PREDICATES_EN) or (
+            i + 2 < len(low) and low[i + 1] == "be")
         k = i - 1
-        while not pair and k >= max(0, i - 3) and low[k] not in _SCOPE_ENDS_EN:
+        while not pair and k >= (0 if predicate else max(0, i - 3)) and low[k] not in _SCOPE_ENDS_EN and not (
+                fronted and k == first_comma < i):
             inside[k] = True
             k -= 1
     return inside
 
 
 def _attach_en(low: list[str], at: int) -> str | None:
+    """The noun a number attaches to: the nearest of the nouns within 5 words before it or 3 after (punctuation
+    does not count as a word)."""
+    index = [k for k, t in enumerate(low) if t not in (",", ";", ":")]
+    pos = {k: n for n, k in enumerate(index)}
     best: tuple[int, str] | None = None
-    for k in range(max(0, at - 5), min(len(low), at + 4)):
+    for k in index:
+        gap = pos[k] - pos.get(at, 0)
+        if k == at or not -5 <= gap <= 3:
+            continue
         for noun, words in _NOUNS_EN.items():
-            if k != at and low[k] in words:
-                d = abs(k - at) * 2 + (1 if k < at else 0)  # a tie goes to the noun after ("5 business days")
+            if low[k] in words:
+                d = abs(gap) * 2 + (1 if gap < 0 else 0)  # a tie goes to the noun after ("5 business days")
                 if best is None or d < best[0]:
                     best = (d, noun)
     return best[1] if best else None
@@ -254,7 +418,7 @@ def _negator_at(sentence: str, i: int) -> int:
 
 
 def _scopes_zh(sentence: str) -> list[tuple[int, int]]:
-    spans, carry = [], False
+    spans, carry, topic = [], False, None
     for a, b in _clauses_zh(sentence):
         body = sentence[a:b].lstrip()
         a0 = b - len(body)
@@ -262,6 +426,13 @@ def _scopes_zh(sentence: str) -> list[tuple[int, int]]:
             spans.append((a0, b))
             continue
         carry = False
+        if any(x in body for x in _AFTER_OBJECT_ZH):
+            spans.append((a0, b))
+            if topic is not None:
+                spans.append(topic)
+            topic = None
+            continue
+        topic = (a0, b) if body.rstrip().endswith(_TOPIC_ENDS_ZH) or body.startswith("至于") else None
         i = a0
         while i < b:
             n = _negator_at(sentence, i)
@@ -275,17 +446,37 @@ def _scopes_zh(sentence: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _read_zh(sentence: str) -> Sentence:
+def _segmented_verb_zh(sentence: str) -> bool:
+    """A verb of two or more characters by jieba's part-of-speech tags (its dictionary, any business's words), in a
+    sentence whose Han characters mostly stand in words of two or more (a shuffled one breaks into single
+    characters)."""
+    import warnings
+
+    with warnings.catch_warnings():  # jieba 0.42.1's regex literals warn when first compiled
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import jieba
+        import jieba.posseg
+
+    jieba.setLogLevel(60)
+    tagged = [(w, f) for w, f in jieba.posseg.lcut(sentence) if any(_is_han(c) for c in w)]
+    singles = sum(len(w) == 1 and w not in _FUNCTION_ZH for w, _ in tagged)
+    return any(f.startswith("v") and len(w) >= 2 for w, f in tagged) and singles <= 0.5 * len(tagged)
+
+
+def _read_zh(sentence: str, remedies: dict = _REMEDY_ZH) -> Sentence:
     han = sum(_is_han(c) for c in sentence)
     latin = len(_TOKEN_EN.findall(sentence))
     run = longest = 0
     for c in sentence:
         run = run + 1 if _is_han(c) else 0
         longest = max(longest, run)
-    prose = longest >= 6 and any(v in sentence for v in _VERBS_ZH) and any(w in sentence for w in _FUNCTION_ZH)
-    out = Sentence(sentence, han + latin, prose, apology=any(a in sentence for a in _APOLOGY_ZH))
+    prose = longest >= 6 and any(w in sentence for w in _FUNCTION_ZH) and (
+        any(v in sentence for v in _VERBS_ZH) or _segmented_verb_zh(sentence))
+    out = Sentence(sentence, han + latin, prose, apology=any(a in sentence for a in _APOLOGY_ZH),
+                   withdraws=any(w in sentence for w in _WITHDRAW_ZH))
     out.spans = _scopes_zh(sentence)
-    for remedy, words in _REMEDY_ZH.items():
+    moot = _moot_zh(sentence)
+    for remedy, words in remedies.items():
         for w in words:
             for m in re.finditer(re.escape(w), sentence):
                 clause = next(a for a, b in _clauses_zh(sentence) if a <= m.start() < b)
@@ -297,7 +488,7 @@ def _read_zh(sentence: str) -> Sentence:
                 else:
                     out.affirmed.add(remedy)
                     if prose and any(c in sentence[:m.start()] for c in _COMMIT_ZH):
-                        out.offered.add(remedy)
+                        (out.mooted if moot else out.offered).add(remedy)
     ids = [m.span() for m in _ID.finditer(sentence)]
     for m in _NUMBER.finditer(sentence):
         if any(a <= m.start() < b for a, b in ids):

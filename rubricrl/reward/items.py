@@ -19,6 +19,7 @@ import regex
 from rubricrl.core.items import Item
 from rubricrl.core.taskfile import compiled_pattern, timed_search
 from rubricrl.reward.grounding import FieldRule, extract_numbers, source_for
+from rubricrl.reward.grounding.numbers import word_numbers
 from rubricrl.reward.prose import clauses, coherence, commits
 
 MAX_REPLY_CHARS = 20_000
@@ -37,18 +38,32 @@ class ItemVerdict:
     importance: str
     passed: bool | None  # None: no deterministic check, the judge grades the item
     reason: str
+    # A verdict that also costs a pitfall (rules.item_pitfalls), and why: an `offered` item named only in void offers
+    # (hedged, conditional, ...); padding: a length limit broken by more than a quarter, a sentence said twice.
+    costs: str | None = None
 
 
-def check_item(item: Item, reply: str, source: str = "") -> ItemVerdict:
-    """`source`: the task's text (what `source_numbers` compares with)."""
+def declared_numbers(items) -> tuple[float, ...]:
+    """The numbers a task's own items ask the reply to state (`value` and `states` checks): a computed amount (a
+    pro-rata refund, a percentage) the source does not write is no invention when the task says it is owed."""
+    out = []
+    for item in items:
+        if item.check and item.check["kind"] in ("value", "states") and "value" in item.check:
+            out += extract_numbers(str(item.check["value"]))
+    return tuple(dict.fromkeys(out))
+
+
+def check_item(item: Item, reply: str, source: str = "", declared: tuple[float, ...] = ()) -> ItemVerdict:
+    """`source`: the task's text, `declared`: the numbers its items state (what `source_numbers` compares with)."""
     if item.check is None:
         return ItemVerdict(item.id, item.importance, None, "no deterministic check")
     if len(reply) > MAX_REPLY_CHARS:
         return ItemVerdict(item.id, item.importance, False,
                            f"reply too long to check ({len(reply)} > {MAX_REPLY_CHARS} characters)")
     kind = item.check["kind"]
-    passed, reason = _source_numbers(reply, source) if kind == "source_numbers" else CHECKS[kind](item.check, reply)
-    return ItemVerdict(item.id, item.importance, passed, reason)
+    passed, reason, *costs = (_source_numbers(reply, source, declared) if kind == "source_numbers"
+                              else CHECKS[kind](item.check, reply))
+    return ItemVerdict(item.id, item.importance, passed, reason, costs[0] if costs else None)
 
 
 def _texts(check: dict) -> list[str]:
@@ -111,7 +126,8 @@ def _holds(check: dict, text: str) -> bool:
 
 
 def _mentions(check: dict, reply: str) -> list[tuple[bool, bool, bool]]:
-    """(negated, in a prose sentence, committed) for every clause of the reply that holds the fact: its text or
+    """(negated, in a prose sentence, committed: and not hedged, conditional, counterfactual, quoted nor retracted,
+    why a commitment there is void) for every clause of the reply that holds the fact: its text or
     value, one of its `near` words, none of its `ignore` words (rubricrl.reward.prose reads the clauses)."""
     near, ignore = check.get("near") or [], check.get("ignore") or []
     out = []
@@ -120,7 +136,9 @@ def _mentions(check: dict, reply: str) -> list[tuple[bool, bool, bool]]:
         if (_holds(check, clause.text) and (not near or any(src.mentions(w) for w in near))
                 and not any(src.mentions(w) for w in ignore)):
             verbs = near or (_texts(check) if "text" in check else [])
-            out.append((clause.negated, clause.prose, commits(clause.sentence, clause.text, verbs)))
+            committed = commits(clause.sentence, clause.text, verbs)
+            out.append((clause.negated, clause.prose, committed and clause.void is None,
+                        clause.void if committed else None))
     return out
 
 
@@ -129,25 +147,28 @@ def _what(check: dict) -> str:
     return what + (f" (with {_or(check['near'])})" if check.get("near") else "")
 
 
-def _states(check: dict, reply: str) -> tuple[bool, str]:
+def _states(check: dict, reply: str) -> tuple:
     polarity, found, what = check.get("polarity", "any"), _mentions(check, reply), _what(check)
-    prose = [(neg, committed) for neg, ok, committed in found if ok]
+    prose = [(neg, committed, void) for neg, ok, committed, void in found if ok]
     if polarity == "negated":
-        if any(neg for neg, _ in prose):
+        if any(neg for neg, _, _ in prose):
             return True, f"refuses {what}"
         return False, f"no prose sentence refuses {what}"
-    if polarity in ("affirmed", "offered") and any(neg for neg, _, _ in found):
+    if polarity in ("affirmed", "offered") and any(neg for neg, _, _, _ in found):
         return False, f"a clause negates {what}"
     if not prose:
         return False, f"no prose sentence states {what}" + (" (only outside prose)" if found else "")
-    if polarity == "offered" and not any(committed for _, committed in prose):
+    if polarity == "offered" and not any(committed for _, committed, _ in prose):
+        void = next((v for _, _, v in prose if v), None)
+        if void:  # named in an offer that is no offer: a pitfall of its own (rules.item_pitfalls)
+            return False, f"offers {what} only in a {void} sentence, which commits to nothing", f"{void} offer"
         return False, f"names {what} but offers nothing (no modal or offer verb)"
     return True, f"states {what}" + {"affirmed": " affirmatively", "offered": " as an offer"}.get(polarity, "")
 
 
 def _not_states(check: dict, reply: str) -> tuple[bool, str]:
     polarity, found, what = check.get("polarity", "any"), _mentions(check, reply), _what(check)
-    hits = [neg for neg, _, committed in found if polarity == "any" or (neg == (polarity == "negated") and (
+    hits = [neg for neg, _, committed, _ in found if polarity == "any" or (neg == (polarity == "negated") and (
         polarity != "offered" or committed))]
     verb = {"any": "states", "affirmed": "affirms", "offered": "offers", "negated": "refuses"}[polarity]
     return (False, f"{verb} {what}") if hits else (True, f"never {verb} {what}")
@@ -161,8 +182,13 @@ def _coherent(check: dict, reply: str) -> tuple[bool, str]:
     bar = check.get("min_share", COHERENT_SHARE)
     said = f"{c.share:.0%} of its words in prose sentences ({c.prose} of {c.sentences})"
     if c.share >= bar:
+        if c.repeated:  # coherent, but a sentence said twice word for word: padding (rules.item_pitfalls)
+            return True, said, f"padded: says {c.repeated!r} again"
         return True, said
     return False, f"not a coherent reply: {said}, under {bar:.0%}" + (f"; e.g. {c.example}" if c.example else "")
+
+
+PADDED = 1.25  # a reply over its word or character limit by more than this factor is padded
 
 
 def measure(reply: str) -> dict[str, int]:
@@ -178,6 +204,10 @@ def _length(check: dict, reply: str) -> tuple[bool, str]:
               ("max_words", "words", -1), ("max_paragraphs", "paragraphs", -1))
     broken = [f"{m[unit]} {unit} ({'<' if sign > 0 else '>'} {check[key]})" for key, unit, sign in bounds
               if key in check and (m[unit] < check[key] if sign > 0 else m[unit] > check[key])]
+    padded = [f"{m[unit]} {unit}, over {key} {check[key]} by more than a quarter" for key, unit in
+              (("max_chars", "chars"), ("max_words", "words")) if key in check and m[unit] > PADDED * check[key]]
+    if padded:  # far over the limit: padding, a pitfall of its own (rules.item_pitfalls)
+        return False, "; ".join(broken), "padded: " + padded[0]
     if broken:
         return False, "; ".join(broken)
     return True, f"{m['chars']} characters, {m['words']} words, {m['paragraphs']} paragraph(s): within the limits"
@@ -215,10 +245,13 @@ def _ifeval(check: dict, reply: str) -> tuple[bool, str]:
     return (True, f"{instruction_id} {args}: followed") if ok else (False, f"{instruction_id} {args}: not followed")
 
 
-def _source_numbers(reply: str, source: str) -> tuple[bool, str]:
+def _source_numbers(reply: str, source: str, declared: tuple[float, ...] = ()) -> tuple[bool, str]:
     src = source_for(source)
     stated = list(dict.fromkeys(extract_numbers(reply)))
-    invented = [n for n in stated if not src.has_number(n)]
+    known = {round(d, 4) for d in (*declared, *word_numbers(source))}  # "three-night" states 3
+    # One in words (a voucher, 一张, "one more time") is a count, not an amount to invent; a digit 1 is stated.
+    one = bool(regex.search(r"(?<![\d.,])1(?![\d.,])", reply))
+    invented = [n for n in stated if not src.has_number(n) and round(n, 4) not in known and (n != 1 or one)]
     if invented:
         shown = ", ".join(f"{n:g}" for n in invented[:4]) + (f" and {len(invented) - 4} more" if len(invented) > 4 else "")
         return False, f"states {shown}, not in the source"

@@ -17,7 +17,7 @@ from rubricrl.reward.grounding import Source, field_rules, source_for, values_ma
 from rubricrl.reward.parse import ParsedResponse, Shape
 from rubricrl.reward.spec import Criterion, Penalty, Rubric
 from rubricrl.core.taskfile import EXTRACTION, FREE_TEXT, SchemaValidator, Task, pattern_budget
-from rubricrl.reward.items import ItemVerdict, check_item
+from rubricrl.reward.items import ItemVerdict, check_item, declared_numbers
 
 CRITERIA: dict[str, Callable] = {}
 PENALTIES: dict[str, Callable] = {}
@@ -339,9 +339,9 @@ def item_verdicts(ctx: TaskContext, parsed: ParsedResponse) -> list[ItemVerdict]
     if ctx.items_seen.get(key) is None or judged:
         if len(ctx.items_seen) > 64:
             ctx.items_seen.clear()
-        verdicts = []
+        verdicts, declared = [], declared_numbers(ctx.task.items)
         for item in ctx.task.items:
-            v = check_item(item, parsed.raw, ctx.task.text)
+            v = check_item(item, parsed.raw, ctx.task.text, declared)
             if v.passed is None and item.id in judged:
                 met, reason = judged[item.id]
                 v = ItemVerdict(item.id, item.importance, met, f"judge: {reason}")  # met None: the judge abstained
@@ -388,6 +388,14 @@ def task_items(ctx: TaskContext, parsed: ParsedResponse, crit: Criterion):
 
 @penalty("item_pitfalls", kinds=(FREE_TEXT,))
 def item_pitfalls(ctx: TaskContext, parsed: ParsedResponse, pen: Penalty):
-    """One unit per checked pitfall item the reply falls into."""
-    fallen = [v for v in item_verdicts(ctx, parsed) if v.importance == "pitfall" and v.passed is False]
+    """One unit per checked pitfall item the reply falls into, and one per missed item whose miss costs one too
+    (ItemVerdict.costs): an offer it owes named only in a void one (hedged, conditional on what the policy does
+    not ask, counterfactual, a quotation of the policy, retracted: rubricrl.reward.prose), which misleads the
+    customer and must cost more than saying nothing of it; padding: a length limit broken by more than a quarter,
+    or a sentence said again word for word (the `coherent` item passes, and costs). Each of the two costs one unit
+    however many items it touches."""
+    verdicts = item_verdicts(ctx, parsed)
+    fallen = [v for v in verdicts if v.importance == "pitfall" and v.passed is False]
+    # one unit per kind of costly miss (a void offer, padding), however many items it misses
+    fallen += list({"offer" if v.costs.endswith(" offer") else "padded": v for v in verdicts if v.costs}.values())
     return len(fallen), (f"fell into {len(fallen)}: {_listed(fallen)}" if fallen else "no pitfall")

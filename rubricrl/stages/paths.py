@@ -91,9 +91,9 @@ class Rubric(StagePaths):
     metrics: tuple[str, ...] = ("result",)
     # Calibrated on gold + corruptions of the val tasks and on samples of the model GRPO starts from
     # (grpo.start_from picks one of the two models: both are deps). Free-text tasks are drafted from the shipped
-    # free_text rubric (package data, not code).
+    # free_text rubric and measured on the hand-written reference set (package data, not code).
     deps: tuple[str, ...] = (DATA.train, DATA.val, SFT.model, PREPARE_MODEL.model,
-                             "rubricrl/reward/rubrics/free_text.yaml")
+                             "rubricrl/reward/rubrics/free_text.yaml", "rubricrl/data/reference/free_text")
 
 
 RUBRIC = Rubric()

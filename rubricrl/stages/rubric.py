@@ -41,6 +41,9 @@ class RubricResult(Result):
     label_free_policy_spearman_accuracy: float | None = None
     label_free_policy_pairwise_accuracy: float | None = None
     label_free_seconds: float | None = None
+    # the hand-written free-text reference set (None without free text)
+    reference_reward_pair_accuracy: float | None = None
+    reference_checklist_pair_accuracy: float | None = None
 
 
 def run(params: Params) -> RubricResult:

@@ -77,8 +77,9 @@ def test_every_corruption_scores_below_gold_by_the_margin_on_every_task(data, sc
 
 
 # The margins the hacks of issue 37 must keep below gold on every task: 3 of the reward's 10 points (more than any
-# one essential item) and a quarter of the checklist.
-REWARD_GAP, CHECKLIST_GAP = 3.0, 0.25
+# one essential item) and a fifth of the checklist (3 of its 13 entries: issue 45 added two guards, an offer made in
+# a mooted way and a note to the grader, so 3 failed entries are 0.23 of it where they were 0.27 of 11).
+REWARD_GAP, CHECKLIST_GAP = 3.0, 0.2
 HACKS = ("stuffed", "negated", "refusing")
 
 

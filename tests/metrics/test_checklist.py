@@ -36,11 +36,14 @@ def test_content_corruptions_fail_the_checklist(tasks):
         for mode, reply in corrupt_reply(task).items():
             failed.setdefault(mode, []).append(check(task, reply).strict == 0.0)
     for mode in ("drop_essential", "change_amount", "break_policy", "pad_filler", "wrong_language", "stuffed",
-                 "negated", "refusing", "word_salad"):
+                 "negated", "refusing", "word_salad", "hedged", "conditional", "counterfactual", "retracted",
+                 "quoted_policy"):
         assert all(failed[mode]), mode
-    # A note to the grader leaves the reply's content right: the reward's pitfall item catches it, the metric
-    # (which measures the reply, not the grader's view of it) does not.
-    assert not any(failed["flatter_judge"])
+    # A note to the grader: the reply talks to its marker, not its reader (issue 45: the checklist orders it below
+    # every good reply too, by its own entry).
+    assert all(failed["flatter_judge"])
+    for task in tasks:
+        assert "speaks to the customer only (no note to a grader)" in check(task, task.reference).passed
 
 
 def _task(tasks, scenario, eligible=True, lang="en"):

@@ -255,8 +255,10 @@ def test_a_checklist_reports_every_problem_and_the_generated_ones_have_none():
                         ".facts[0].any_text: must be a non-empty list of non-empty strings",
                         ".facts[1]: must be an object with `what` (a string) and one of number, text, any_text",
                         ".facts[2].noun: a number's noun, one of refund, voucher, shipping, days",
-                        ".owed: must be a list of remedies (refund, replacement, voucher, return)",
-                        ".refused: must be a list of remedies (refund, replacement, voucher, return)",
+                        ".owed[0]: 'money' is no built-in remedy (refund, replacement, voucher, return); name your "
+                        "own as {what: <name>, any_text: [the words that name it]}",
+                        ".refused: must be a list of remedies (a name of refund, replacement, voucher, return, or "
+                        "{what: <name>, any_text: [the words that name it]})",
                         ".forbidden_numbers: must be a list of numbers", ".refund_allowed: must be true or false",
                         ".min_words: must be a non-negative integer", ".max_words: must be a positive integer"]
     splits = generate_replies(seed=3, n_train=40, n_test=20)
@@ -273,3 +275,20 @@ def test_change_amount_passes_over_a_value_that_is_a_date_and_changes_the_amount
     task = free_task(items=[date, *ITEMS], reference=GOLD + " It arrived on 2024-03-05.")
     changed = change_amount(task, random.Random(0))
     assert changed == task.reference.replace("45.00", "54.00")
+
+
+def test_open_remedies_are_checked_entry_by_entry():
+    from rubricrl.core.taskfile import check_checklist
+
+    good = {"owed": ["refund", {"what": "repair", "any_text": ["repair", "fix"]}],
+            "refused": [{"what": "date change", "any_text": ["new date", "rebook"]}]}
+    assert check_checklist(good) == []
+    problems = check_checklist({"owed": [{"what": "repair", "any_text": []}, {"what": "", "any_text": ["x"]},
+                                         {"what": "a", "any_text": ["a"], "words": 1}, 7, "refund"],
+                                "refused": ["refund"]})
+    assert problems == [
+        ".owed[0].any_text: must be a non-empty list of non-empty strings (the words that name the remedy)",
+        ".owed[1].what: must be a non-empty string (the remedy's name)",
+        ".owed[2].words: unknown key (allowed: what, any_text)",
+        ".owed[3]: must be a remedy's name or an object, got int",
+        ".refused[0]: 'refund' is named twice (also in owed[4])"]

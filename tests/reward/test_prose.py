@@ -37,7 +37,7 @@ def test_real_sentences_are_prose(sentence):
     ("We the refund will for your order.", "before"),
     ("shoes running Because the item Dear", "capitalised"),
     ("订单 A-1 退款 换货 抱歉 您", "a list of words"),
-    ("发了的歉更供电您芳换您的订单款", "common words"),
+    ("发了的歉更供电您芳换您的订单款", "dictionary words"),
 ])
 def test_token_bags_and_shuffled_words_are_not(sentence, why):
     assert why in (why_not_prose(sentence) or ""), why_not_prose(sentence)

@@ -24,10 +24,13 @@ ENV = {**os.environ, "DVC_NO_ANALYTICS": "1"}
 
 
 def is_package_data(path: str) -> bool:
-    """A data folder shipped inside the package (e.g. rubricrl/general/data), read by the modules beside it, or a
-    shipped rubric (rubricrl/reward/rubrics/*.yaml)."""
-    return path.startswith("rubricrl/") and (Path(path).name == "data" or path.endswith(".yaml")) \
-        and not path.endswith(".py")
+    """A data folder shipped inside the package (e.g. rubricrl/general/data, the free-text reference set
+    rubricrl/data/reference/free_text: a folder with no Python in it), read by the modules beside it, or a shipped
+    rubric (rubricrl/reward/rubrics/*.yaml)."""
+    folder = ROOT / path
+    return path.startswith("rubricrl/") and not path.endswith(".py") and (
+        Path(path).name == "data" or path.endswith(".yaml")
+        or (folder.is_dir() and not any(folder.rglob("*.py"))))
 
 
 def is_code(path: str) -> bool:

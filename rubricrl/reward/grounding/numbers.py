@@ -31,6 +31,24 @@ _CN_COUNTED = ("人", "位", "个", "名", "年", "岁", "月", "天", "日", "�
 
 
 
+_EN_UNITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                                        "fourteen fifteen sixteen seventeen eighteen nineteen".split())}
+_EN_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+_EN_WORDS = re.compile(r"\b(?:(" + "|".join(_EN_TENS) + r")(?:[\s-](" + "|".join(list(_EN_UNITS)[1:10]) + r"))?|("
+                       + "|".join(_EN_UNITS) + r"))(?:[\s-](hundred))?\b", re.I)
+
+
+def word_numbers(text: str) -> list[float]:
+    """English numbers written as words, up to 999 ("three-night", "twenty-four months", "two hundred"): what a
+    source states when it spells a number out."""
+    out = []
+    for m in _EN_WORDS.finditer(text):
+        tens, unit, alone, hundred = (g.casefold() if g else None for g in m.groups())
+        value = _EN_TENS[tens] + (_EN_UNITS[unit] if unit else 0) if tens else _EN_UNITS[alone]
+        out.append(float(value * 100 if hundred else value))
+    return out
+
+
 def _cn_to_int(s: str) -> int | None:
     """Chinese numerals up to 999 (三, 十五, 二十, 一百二十); None if not parseable."""
     total, current = 0, 0
