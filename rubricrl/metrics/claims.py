@@ -68,7 +68,7 @@ _BE_EN = frozenset("is are was were be been".split())
 _PREDICATES_EN = frozenset("possible available refundable eligible allowed permitted covered included offered "
                            "granted refunded replaced returned".split())
 _SCOPE_ENDS_EN = frozenset("; : but so however although though yet whereas while instead except because since "
-                           "which unless".split())
+                           "which unless when".split())
 _AUX_EN = frozenset("is are was were be been am will would can could shall should may might must has have had do "
                     "does did".split())
 # Common verbs (their -s, -es, -d, -ed and -ing forms count too): a sentence's finite verb, where no auxiliary shows it.
@@ -231,9 +231,17 @@ def _moot_en(low: list[str]) -> bool:
 
 
 def _withdraws_en(low: list[str]) -> bool:
+    """The sentence takes back what came before: a word of withdrawal, "on second thought", "after all", "having
+    looked (reviewed, checked) ...", "... again" / "further" after a look, "I've just seen", an opening
+    "Actually,"."""
     pairs = set(zip(low, low[1:]))
-    return bool(set(low) & _WITHDRAW_EN) or ("second", "thought") in pairs or ("scratch", "that") in pairs or (
-        "after", "all") in pairs
+    looked = {"looked", "reviewed", "checked", "rechecked", "checking", "reviewing", "looking"}
+    return bool(set(low) & _WITHDRAW_EN) or bool(pairs & {("second", "thought"), ("scratch", "that"),
+                                                         ("after", "all"), ("just", "seen"), ("just", "noticed")}) \
+        or any(a == "having" and b in looked for a, b in pairs) \
+        or any(a in looked and b in ("again", "further") for a, b in zip(low, low[2:] + ["", ""])) \
+        or any(a in looked and b in ("again", "further") for a, b in pairs) \
+        or (low[:2] == ["actually", ","])
 
 
 _MOOT_ZH = ("也许", "或许", "大概", "尽量", "争取", "试着", "说不定", "不一定", "未必", "本来", "本可以", "本应",
@@ -247,7 +255,8 @@ _RULES_ZH = ("规定", "条款", "政策")
 # Someone commits: the shop acting (我们会, 我们为, ...; not 我们的) or the customer's right (您可以).
 _FIRST_PERSON_ZH = ("我们会", "我们将", "我们可以", "我们为", "我们给", "我们帮", "我们已", "我们马上", "我们立即",
                     "我们这边", "我会", "我将", "为您", "给您", "帮您", "您可以", "您将")
-_WITHDRAW_ZH = ("更正", "收回", "撤回", "请忽略", "不作数", "不算数", "作废", "说错了")
+_WITHDRAW_ZH = ("更正", "收回", "撤回", "请忽略", "不作数", "不算数", "说错了", "复核", "再核对", "再次核实", "再次核对",
+                "重新核对", "重新核实", "仔细看了", "又查了", "刚刚又查", "经再次")
 
 
 def _moot_zh(sentence: str) -> bool:
@@ -288,6 +297,11 @@ def _read_en(sentence: str, remedies: dict = _REMEDY_EN) -> Sentence:
     found = [(remedy, i, len(phrase)) for remedy, phrases in remedies.items() for i in range(len(low))
              for phrase in [next((p for p in phrases if tuple(low[i:i + len(p)]) == p), None)] if phrase]
     commits = any(w in _COMMIT_EN or w.endswith("'ll") for w in low)
+    # "we can't offer either": what the sentence named before a negated either / both is refused
+    either = next((k for k in range(len(low)) if negated[k] and low[k] in _BOTH_EN), len(low))
+    # "As you weren't given a meal voucher, we ...": a fronted reason's negation is a circumstance, not a refusal
+    circumstance = low and low[0] in _SUBORDINATORS_EN and "," in low
+    reason_ends = low.index(",") if circumstance else 0
     for remedy, i, n in found:
         # "reimburse the train tickets", "release the full deposit": the object, a task's own remedy named within
         # the next 3 words, is what is given or refused, not this word's remedy; and "the joining fee can't be
@@ -303,17 +317,16 @@ def _read_en(sentence: str, remedies: dict = _REMEDY_EN) -> Sentence:
         after = low[i + n] if i + n < len(low) else ""
         if after in _THING_EN or _about_shipping_en(low, i, n):
             continue  # a return label; the shipping is not refunded
-        if negated[i]:
+        if i < reason_ends:
+            continue
+        if negated[i] or (either < len(low) and i < either):
             out.refused.add(remedy)
-        else:
-            out.affirmed.add(remedy)
-            if prose and (commits or (i and low[i - 1] in ("we", "i", "we're", "i'm"))
-                          or (i > 1 and low[i - 2] in ("we", "i") and low[i - 1] in ("are", "am"))
-                          or (low[i].endswith("ed") and i and low[i - 1] in ("is", "are", "been", "be"))):
-                (out.mooted if moot else out.offered).add(remedy)
-    if any(negated[k] and low[k] in _BOTH_EN for k in range(len(low))):
-        out.refused |= out.affirmed
-        out.affirmed, out.offered = set(), set()
+            continue
+        out.affirmed.add(remedy)
+        if prose and (commits or (i and low[i - 1] in ("we", "i", "we're", "i'm"))
+                      or (i > 1 and low[i - 2] in ("we", "i") and low[i - 1] in ("are", "am"))
+                      or (low[i].endswith("ed") and i and low[i - 1] in ("is", "are", "been", "be"))):
+            (out.mooted if moot else out.offered).add(remedy)
     for i, (t, a, b) in enumerate(toks):
         if t[0] in ",;:":
             continue

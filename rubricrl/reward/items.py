@@ -127,7 +127,7 @@ def _holds(check: dict, text: str) -> bool:
 
 def _mentions(check: dict, reply: str) -> list[tuple[bool, bool, bool]]:
     """(negated, in a prose sentence, committed: and not hedged, conditional, counterfactual, quoted nor retracted,
-    why a commitment there is void) for every clause of the reply that holds the fact: its text or
+    why a commitment there is void, a reason or circumstance clause) for every clause of the reply that holds the fact: its text or
     value, one of its `near` words, none of its `ignore` words (rubricrl.reward.prose reads the clauses)."""
     near, ignore = check.get("near") or [], check.get("ignore") or []
     out = []
@@ -138,7 +138,7 @@ def _mentions(check: dict, reply: str) -> list[tuple[bool, bool, bool]]:
             verbs = near or (_texts(check) if "text" in check else [])
             committed = commits(clause.sentence, clause.text, verbs)
             out.append((clause.negated, clause.prose, committed and clause.void is None,
-                        clause.void if committed else None))
+                        clause.void if committed else None, clause.subordinate))
     return out
 
 
@@ -149,12 +149,12 @@ def _what(check: dict) -> str:
 
 def _states(check: dict, reply: str) -> tuple:
     polarity, found, what = check.get("polarity", "any"), _mentions(check, reply), _what(check)
-    prose = [(neg, committed, void) for neg, ok, committed, void in found if ok]
+    prose = [(neg, committed, void) for neg, ok, committed, void, _ in found if ok]
     if polarity == "negated":
         if any(neg for neg, _, _ in prose):
             return True, f"refuses {what}"
         return False, f"no prose sentence refuses {what}"
-    if polarity in ("affirmed", "offered") and any(neg for neg, _, _, _ in found):
+    if polarity in ("affirmed", "offered") and any(neg and not sub for neg, _, _, _, sub in found):
         return False, f"a clause negates {what}"
     if not prose:
         return False, f"no prose sentence states {what}" + (" (only outside prose)" if found else "")
@@ -168,8 +168,8 @@ def _states(check: dict, reply: str) -> tuple:
 
 def _not_states(check: dict, reply: str) -> tuple[bool, str]:
     polarity, found, what = check.get("polarity", "any"), _mentions(check, reply), _what(check)
-    hits = [neg for neg, _, committed, _ in found if polarity == "any" or (neg == (polarity == "negated") and (
-        polarity != "offered" or committed))]
+    hits = [neg for neg, _, committed, _, sub in found if polarity == "any" or (neg == (polarity == "negated") and (
+        polarity != "offered" or committed) and not (neg and sub))]
     verb = {"any": "states", "affirmed": "affirms", "offered": "offers", "negated": "refuses"}[polarity]
     return (False, f"{verb} {what}") if hits else (True, f"never {verb} {what}")
 

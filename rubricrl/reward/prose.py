@@ -70,8 +70,12 @@ _INNER_STOP = regex.compile(r"\p{L}{2,}[.]\s+(?=\p{Ll})")  # "patience. cannot":
 # Refusals in other words (their clause says no): "off the table", "in no position to grant".
 _REFUSALS_EN = regex.compile(r"\boff\s+the\s+table\b|\bout\s+of\s+the\s+question\b|\bin\s+no\s+position\b|"
                              r"\bnot\s+in\s+a\s+position\b|\b(?:beyond|outside)\s+what\s+(?:we|our)\b", regex.I)
-# "we can't offer either": the negation reaches back to the remedies its sentence named.
-_BOTH_EN = regex.compile(r"\b(?:either|both|neither)\b", regex.I)
+# "we can't offer either": the negation reaches back to the remedies its sentence named before it.
+_BOTH_EN = regex.compile(r"\b(?:offer|give|provide|do|grant|allow|accept|approve|arrange|issue)\s+(?:you\s+)?"
+                         r"(?:either|both|them)\b", regex.I)
+# A clause that gives a reason or a circumstance ("As you weren't given a meal voucher, ...", "when we're able to
+# supply the part") refuses nothing by its negation: it neither vetoes an offer nor falls into a refusal pitfall.
+_SUBORDINATE_EN = regex.compile(r"^\W*(?:as|because|since|although|though|while|when|given\s+that)\b", regex.I)
 # The customer's wish reported back offers nothing: "you'd prefer your money back", "you asked for a refund".
 _WISH_EN = regex.compile(r"(?<!\bif\s+)\byou(?:['’]d|\s+would)?\s+(?:prefer|like|want|wanted|asked|requested|"
                          r"hoped|wished)\b", regex.I)  # "if you prefer" is a choice
@@ -123,6 +127,8 @@ _CLAUSE_CUTS_EN = regex.compile(r"[;:]|,\s*(?:but|so|and so|however|although|tho
                                 r"\b(?:but|however|although|whereas)\b|"
                                 # the reason after the main clause: "we can't refund it, because we can repair it"
                                 r",\s*(?=(?:because|since|as|which|unless)\b)|\s(?=when\b)|"
+                                # a new subject after ", and": "..., and the full refund is off the table"
+                                r",\s*and\s+(?=(?:we|you|i|it|they|this|our|your|the)\b)|"
                                 # the comma closing a fronted subordinate clause: "As you weren't given one, we ..."
                                 r"(?<=^\s*(?:as|because|since|although|though|while|when|once|after)\b[^,;:]{3,80}),",
                                 regex.I)
@@ -329,6 +335,7 @@ class Clause:
     prose: bool  # the sentence it belongs to is prose
     sentence: str
     void: str | None = None  # why a commitment here is void (hedged, conditional, counterfactual, quoted, retracted)
+    subordinate: bool = False  # a reason or circumstance ("as you weren't given one"): its negation refuses nothing
 
 
 @lru_cache(maxsize=1024)
@@ -425,10 +432,12 @@ def clauses(reply: str) -> tuple[Clause, ...]:
         before = False
         cut = [(_WORKING.sub(" ", text), forced) for text, forced in _cut(s, zh)]
         negations = [forced or _negated(text, zh) for text, forced in cut]
-        # "... your money back or a new laptop, but we can't offer either": every clause of the sentence refused
-        every = not zh and any(n and _BOTH_EN.search(text) for n, (text, _) in zip(negations, cut))
-        for (text, forced), negated in zip(cut, negations):
-            negated = every or negated or (zh and before and text.lstrip().startswith(_JOINS_ZH))
-            out.append(Clause(text, negated, prose, s, "wish" if not zh and _WISH_EN.search(text) else void))
+        # "... your money back or a new laptop, but we can't offer either": the clauses up to that one refused
+        upto = max((k for k, (n, (text, _)) in enumerate(zip(negations, cut)) if n and not zh and _BOTH_EN.search(text)),
+                   default=-1)
+        for k, ((text, forced), negated) in enumerate(zip(cut, negations)):
+            negated = k <= upto or negated or (zh and before and text.lstrip().startswith(_JOINS_ZH))
+            out.append(Clause(text, negated, prose, s, "wish" if not zh and _WISH_EN.search(text) else void,
+                              not zh and bool(_SUBORDINATE_EN.search(text))))
             before = negated
     return tuple(out)
