@@ -245,7 +245,7 @@ def _withdraws_en(low: list[str]) -> bool:
 
 
 _MOOT_ZH = ("也许", "或许", "大概", "尽量", "争取", "试着", "说不定", "不一定", "未必", "本来", "本可以", "本应",
-            "要是早", "如果早", "只要", "前提是", "除非", "倘若", "假如", "条件是", "视情况")
+            "要是早", "如果早")  # hedges and counterfactuals; a condition counts only with what it asks for
 _CONDITIONS_ZH = ("如果", "要是", "只要", "前提是", "除非", "倘若", "假如", "条件是", "视情况")
 _ASKED_ZH = ("审核", "审批", "同意", "批准", "核实", "确认", "证明", "照片", "截图", "上传", "提供", "提交", "检测", "凭证",
              "发票", "主管", "经理", "评估", "符合")
@@ -263,7 +263,7 @@ def _moot_zh(sentence: str) -> bool:
     rest = sentence
     for c in _CHOICE_ZH:
         rest = rest.replace(c, "")
-    if any(m in rest for m in _MOOT_ZH if m not in _CONDITIONS_ZH) or (
+    if any(m in rest for m in _MOOT_ZH) or (
             any(c in rest for c in _CONDITIONS_ZH) and any(a in rest for a in _ASKED_ZH)):
         return True
     if "可能" in rest.replace("尽可能", "").replace("不可能", ""):

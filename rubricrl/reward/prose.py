@@ -15,18 +15,23 @@ which sentences are prose, which clauses negate what they hold, and how much of 
 - A sentence *commits* the shop when it holds a modal or an offer verb (will, can, offer, add, issue, send, ...; 会,
   可以, 为您, 办理, ...), or a clause has "we" do the thing ("we refund", 我们退还): "We are writing about a refund"
   offers none.
-- A commitment is *void* (its clause offers nothing, whatever its verbs) when its sentence is hedged (may, might,
-  perhaps, possibly, try, hope, ...; 也许, 可能, 尽量, ...), conditional on something other than the customer's
-  choice: an if / provided / as long as / unless (如果, 只要, 前提是, ...) with something the shop asks for or
-  decides (a photo, a proof, an approval, a check: "if the manager agrees"; 审核, 证明, 上传, ...); "if you prefer"
-  or "if your trip is cancelled" sets no condition, counterfactual ("would have", "could have", "had you"; 本来, 本可以, 要是早),
-  a quotation of the policy with no one committing ("our policy says members get ..."; 根据规定, 政策规定, with no
-  我们会 / 为您), or retracted by a later sentence ("on second thought", "please disregard", "this does not
-  qualify after all"; 更正, 收回, 请忽略, 不作数, ...).
-- A *clause* is a sentence cut at ; : and at contrast or consequence (", but", ", so", "however"; in Chinese also
-  at the comma, and 但, 所以, 因此): the scope of a negation. A clause is *negated* when it holds a negation or
-  refusal word (not, cannot, unable, no longer, unfortunately, ...; 无法, 不能, 不予, 不会, 不退, 拒绝, ...), or,
-  in Chinese, starts with 或 / 和 / 并 after a negated one; "instead of X" / "rather than X" negate only X.
+- A commitment is *void* (its clause offers nothing, whatever its verbs) when its sentence is hedged (may,
+  might, perhaps, possibly, try, hope, ...; 也许, 可能, 尽量, ...); conditional on what the shop asks for or
+  decides: an if / provided / as long as / unless (如果, 只要, 前提是, ...) with a photo, a proof, an approval, a
+  check ("if the manager agrees"; 审核, 证明, 上传, ...), where "if you prefer" or "if your trip is cancelled"
+  sets no condition; counterfactual ("would have", "could have", "had you"; 本来, 本可以, 要是早); a quotation of
+  the policy with no one committing ("our policy says members get ..."; 政策, 规定 with no 我们会 / 为您);
+  retracted by a later sentence ("on second thought", "having checked again", "please disregard"; 更正, 复核,
+  不作数, ...); or the customer's wish reported back ("you'd prefer your money back").
+- A *clause* is a sentence cut at ; : and at contrast or consequence (", but", ", so", "however"), before a reason
+  (", because", ", since", ", as") or "when", at ", and" before a new subject, after a fronted "As ..., " clause;
+  in Chinese also at the comma (not inside 1,300元), and 但, 所以, 因此: the scope of a negation. A clause is
+  *negated* when it holds a negation or refusal word (not, cannot, unable, no longer, unfortunately, ...; "off the
+  table", "in no position"; 无法, 不能, 不予, 不会, 不退, 拒绝, 办不了, ...), when a later clause of its sentence
+  refuses "either" / "both" of what it named ("... but we can't offer either"), or, in Chinese, when it starts
+  with 或 / 和 / 并 after a negated one; "instead of X" / "rather than X" negate only X. A reason or circumstance
+  clause (as, because, since, when, ...) refuses nothing by its negation ("As you weren't given a meal voucher,
+  we are sending you one"). A computation in brackets ("16.50 EUR (45.00 / 30 x 11)") states its result only.
 """
 
 from __future__ import annotations
@@ -297,7 +302,6 @@ def coherence(reply: str, language: str) -> Coherence:
     """How much of the reply is prose in `language` (a sentence in another language is not), its framing aside."""
     parts = sentences(reply)
     why = [why_not_prose(s) if is_chinese(s) == (language == "zh") else f"not in {language}" for s in parts]
-
     prose = [i for i, w in enumerate(why) if w is None]
     framing: set[int] = set()
     if prose:
@@ -433,10 +437,10 @@ def clauses(reply: str) -> tuple[Clause, ...]:
         cut = [(_WORKING.sub(" ", text), forced) for text, forced in _cut(s, zh)]
         negations = [forced or _negated(text, zh) for text, forced in cut]
         # "... your money back or a new laptop, but we can't offer either": the clauses up to that one refused
-        upto = max((k for k, (n, (text, _)) in enumerate(zip(negations, cut)) if n and not zh and _BOTH_EN.search(text)),
+        upto = max((j for j, (n, (text, _)) in enumerate(zip(negations, cut)) if n and not zh and _BOTH_EN.search(text)),
                    default=-1)
-        for k, ((text, forced), negated) in enumerate(zip(cut, negations)):
-            negated = k <= upto or negated or (zh and before and text.lstrip().startswith(_JOINS_ZH))
+        for j, ((text, forced), negated) in enumerate(zip(cut, negations)):
+            negated = j <= upto or negated or (zh and before and text.lstrip().startswith(_JOINS_ZH))
             out.append(Clause(text, negated, prose, s, "wish" if not zh and _WISH_EN.search(text) else void,
                               not zh and bool(_SUBORDINATE_EN.search(text))))
             before = negated
