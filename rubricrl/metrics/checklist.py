@@ -31,7 +31,8 @@ Entries, each passed or failed:
   names, a pro-rata refund, is no invention);
 - no note to whoever grades it (a grader, a rubric, full marks; 评分, 满分): a reply talks to its reader;
 - the form: written in the task's language; between `min_words` and `max_words` words (a CJK character is a
-  word); read as prose (at least 60% of its words in prose sentences: a bag of tokens or shuffled words is not).
+  word), and not more than a fifth over `max_words` (padding fails both); read as prose (at least 60% of its
+  words in prose sentences: a bag of tokens or shuffled words is not).
 
 `score` is the share of entries passed; `strict` is 1 when all pass. Per task both, so models compare by paired
 differences (rubricrl.metrics.paired) as for extraction.
@@ -49,6 +50,7 @@ from rubricrl.metrics.claims import Sentence, read
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![0-9])")
 _WORD = re.compile(r"[\u3400-\u9fff]|[A-Za-z0-9]+(?:['.\-][A-Za-z0-9]+)*")
 PROSE_SHARE = 0.6
+PADDED = 1.2  # a reply more than a fifth over its max_words is padded
 # Words for whoever grades the reply (a reply talks to its reader, never to its marker).
 _META = re.compile(r"(?i)\b(?:grader|graders|grading|rubric|rubrics|evaluator|evaluators|assessor|marker|full\s+marks|"
                    r"top\s+marks|scor(?:e|ing)\s+(?:this|it|the\s+reply))\b|评分|打分|满分|评审|阅卷")
@@ -173,6 +175,8 @@ def check(task: Task, reply: str) -> ChecklistResult:
     mark(in_lang, f"written in {lang}", "form")
     n_words = len(_WORD.findall(reply))
     mark(sheet.get("min_words", 1) <= n_words <= sheet.get("max_words", 10**9), "within the length", "form")
+    if "max_words" in sheet:  # far over the limit is padding, a failure of its own (stock apologies, filler)
+        mark(n_words <= PADDED * sheet["max_words"], "not padded (at most a fifth over the length)", "form")
     total = sum(s.words for s in sentences)
     mark(total > 0 and sum(s.words for s in sentences if s.prose) >= PROSE_SHARE * total, "reads as prose", "form")
     return out

@@ -53,7 +53,8 @@ _REMEDY_EN = {
 }
 _THING_EN = frozenset("label labels period window policy request form address deadline process".split())
 _SHIPPING_EN = frozenset("shipping postage".split())
-_NOUNS_EN = {"refund": frozenset("refund refunds refunded reimbursement price amount charge extra duplicate".split()),
+_NOUNS_EN = {"refund": frozenset("refund refunds refunded refunding reimbursement price amount charge extra "
+                                  "duplicate".split()),
              "voucher": frozenset("voucher vouchers coupon".split()),
              "shipping": _SHIPPING_EN, "days": frozenset("day days business working".split())}
 _NEGATORS_EN = frozenset("non not no never cannot can't won't don't doesn't didn't isn't aren't wasn't weren't unable "
@@ -224,8 +225,9 @@ def _moot_en(low: list[str]) -> bool:
             return True
         if w == "had" and nxt == "you":
             return True
-        if w in _REPORTERS_EN and any(n in _RULE_NOUNS_EN for n in low[max(0, i - 6):i]) and \
-                not any(a in ("we", "i") and b in _AUX_EN | {"'ll"} for a, b in zip(low, low[1:])):
+        if w in _REPORTERS_EN and any(n in _RULE_NOUNS_EN for n in low[max(0, i - 6):i]) and not any(
+                (a in ("we", "i") and (b in _AUX_EN | {"'ll"} or b.endswith("n't")))
+                or a in ("we're", "i'm", "we'll", "i'll") for a, b in zip(low, low[1:])):
             return True
     return False
 
@@ -310,10 +312,10 @@ def _read_en(sentence: str, remedies: dict = _REMEDY_EN) -> Sentence:
                and not set(low[i + n:j]) & {"or", "and", ","} for other, j, _ in found):
             continue
         if low[i].endswith(("ed", "able")) and (any(
-                other != remedy and other not in _REMEDY_EN and i - 7 <= j < i
+                other != remedy and other not in _REMEDY_EN and (i - 7 <= j < i or (negated[i] and j < i))
                 and not set(low[j:i]) & _SCOPE_ENDS_EN for other, j, _ in found)
                 or any(w in _COSTS_EN for w in low[max(0, i - 7):i])):
-            continue
+            continue  # (negated, anywhere before it: "the joining fee ..., as our terms make it non-refundable")
         after = low[i + n] if i + n < len(low) else ""
         if after in _THING_EN or _about_shipping_en(low, i, n):
             continue  # a return label; the shipping is not refunded
@@ -323,7 +325,9 @@ def _read_en(sentence: str, remedies: dict = _REMEDY_EN) -> Sentence:
             out.refused.add(remedy)
             continue
         out.affirmed.add(remedy)
-        if prose and (commits or (i and low[i - 1] in ("we", "i", "we're", "i'm"))
+        doing = any(low[k] in ("we're", "i'm") and (low[k + 1].endswith("ing") or (
+            low[k + 1] == "also" and k + 2 < i and low[k + 2].endswith("ing"))) for k in range(i - 1))
+        if prose and (commits or doing or (i and low[i - 1] in ("we", "i", "we're", "i'm"))
                       or (i > 1 and low[i - 2] in ("we", "i") and low[i - 1] in ("are", "am"))
                       or (low[i].endswith("ed") and i and low[i - 1] in ("is", "are", "been", "be"))):
             (out.mooted if moot else out.offered).add(remedy)
@@ -394,14 +398,14 @@ def _scopes_en(low: list[str]) -> list[bool]:
 
 
 def _attach_en(low: list[str], at: int) -> str | None:
-    """The noun a number attaches to: the nearest of the nouns within 5 words before it or 3 after (punctuation
-    does not count as a word)."""
+    """The noun a number attaches to: the nearest of the nouns within 10 words before it or 3 after (punctuation
+    does not count as a word; "we're refunding the whole order, booking fee included, which comes to 142.50 EUR")."""
     index = [k for k, t in enumerate(low) if t not in (",", ";", ":")]
     pos = {k: n for n, k in enumerate(index)}
     best: tuple[int, str] | None = None
     for k in index:
         gap = pos[k] - pos.get(at, 0)
-        if k == at or not -5 <= gap <= 3:
+        if k == at or not -10 <= gap <= 3:
             continue
         for noun, words in _NOUNS_EN.items():
             if low[k] in words:

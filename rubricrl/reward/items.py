@@ -39,7 +39,7 @@ class ItemVerdict:
     passed: bool | None  # None: no deterministic check, the judge grades the item
     reason: str
     # A verdict that also costs a pitfall (rules.item_pitfalls), and why: an `offered` item named only in void offers
-    # (hedged, conditional, ...); padding: a length limit broken by more than a quarter, a sentence said twice.
+    # (hedged, conditional, ...); padding: a length limit broken by more than a fifth, a sentence said twice.
     costs: str | None = None
 
 
@@ -131,9 +131,13 @@ def _mentions(check: dict, reply: str) -> list[tuple[bool, bool, bool]]:
     value, one of its `near` words, none of its `ignore` words (rubricrl.reward.prose reads the clauses)."""
     near, ignore = check.get("near") or [], check.get("ignore") or []
     out = []
+    fees = [f"{t}费" for t in (_texts(check) if "text" in check else []) if not t.endswith("费")]
     for clause in clauses(reply):
-        src = source_for(clause.text)
-        if (_holds(check, clause.text) and (not near or any(src.mentions(w) for w in near))
+        text = clause.text
+        for fee in fees:  # 改签费 is a fee, not the rebooking (不收取改签费 refuses no rebooking)
+            text = text.replace(fee, "费")
+        src = source_for(text)
+        if (_holds(check, text) and (not near or any(src.mentions(w) for w in near))
                 and not any(src.mentions(w) for w in ignore)):
             verbs = near or (_texts(check) if "text" in check else [])
             committed = commits(clause.sentence, clause.text, verbs)
@@ -188,7 +192,7 @@ def _coherent(check: dict, reply: str) -> tuple[bool, str]:
     return False, f"not a coherent reply: {said}, under {bar:.0%}" + (f"; e.g. {c.example}" if c.example else "")
 
 
-PADDED = 1.25  # a reply over its word or character limit by more than this factor is padded
+PADDED = 1.2  # a reply over its word or character limit by more than a fifth is padded
 
 
 def measure(reply: str) -> dict[str, int]:
@@ -204,7 +208,7 @@ def _length(check: dict, reply: str) -> tuple[bool, str]:
               ("max_words", "words", -1), ("max_paragraphs", "paragraphs", -1))
     broken = [f"{m[unit]} {unit} ({'<' if sign > 0 else '>'} {check[key]})" for key, unit, sign in bounds
               if key in check and (m[unit] < check[key] if sign > 0 else m[unit] > check[key])]
-    padded = [f"{m[unit]} {unit}, over {key} {check[key]} by more than a quarter" for key, unit in
+    padded = [f"{m[unit]} {unit}, over {key} {check[key]} by more than a fifth" for key, unit in
               (("max_chars", "chars"), ("max_words", "words")) if key in check and m[unit] > PADDED * check[key]]
     if padded:  # far over the limit: padding, a pitfall of its own (rules.item_pitfalls)
         return False, "; ".join(broken), "padded: " + padded[0]

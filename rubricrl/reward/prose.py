@@ -85,7 +85,7 @@ _SUBORDINATE_EN = regex.compile(r"^\W*(?:as|because|since|although|though|while|
 _WISH_EN = regex.compile(r"(?<!\bif\s+)\byou(?:['’]d|\s+would)?\s+(?:prefer|like|want|wanted|asked|requested|"
                          r"hoped|wished)\b", regex.I)  # "if you prefer" is a choice
 # A computation shown in brackets ("16.50 EUR (45.00 / 30 x 11)") states the result, not its operands.
-_WORKING = regex.compile(r"\((?=[^()]*\d\s*[x×/÷*=+]\s*\d)[^()]*\)")
+_WORKING = regex.compile(r"\((?=[^()]*\d\s*[x×/÷*+]\s*\d)[^()=]*\)")  # "(... = 1,180.00)" keeps its result
 _NEGATIONS_EN = frozenset("not no never cannot can't won't don't doesn't didn't isn't aren't wasn't weren't "
                           "shouldn't couldn't wouldn't unable unfortunately decline declined refuse refused "
                           "deny denied neither nor without".split())
@@ -131,7 +131,9 @@ _RETRACT_EN = regex.compile(r"\bon\s+second\s+thoughts?\b|\bdisregard\b|\bscratc
 _CLAUSE_CUTS_EN = regex.compile(r"[;:]|,\s*(?:but|so|and so|however|although|though|whereas|while)\b|"
                                 r"\b(?:but|however|although|whereas)\b|"
                                 # the reason after the main clause: "we can't refund it, because we can repair it"
-                                r",\s*(?=(?:because|since|as|which|unless)\b)|\s(?=when\b)|"
+                                r",\s*(?=(?:because|since|as|unless)\b)|\s(?=when\b)|"
+                                # "I'm sorry to say we can't ...": the apology is not what is refused
+                                r"(?<=\b(?:sorry|afraid)(?:\s+to\s+say)?)\s+(?=(?:that\s+)?(?:we|i|it|this|the|your)\b)|"
                                 # a new subject after ", and": "..., and the full refund is off the table"
                                 r",\s*and\s+(?=(?:we|you|i|it|they|this|our|your|the)\b)|"
                                 # the comma closing a fronted subordinate clause: "As you weren't given one, we ..."
@@ -148,12 +150,15 @@ FUNCTION_ZH = ("的", "了", "您", "我们", "我", "你", "是", "在", "会",
 # more characters. Measured (issue 45): fluent replies of every business 0.41 to 0.92, the same characters shuffled
 # 0.0 to 0.17.
 _NEGATIONS_ZH = ("无法", "不能", "不予", "不可", "不会", "不退", "不再", "拒绝", "恕不", "未能", "没法", "没有办法",
-                 "办不了", "办不到", "做不到",
+                 "办不了", "办不到", "做不到", "不在", "不属于", "不包括", "不含", "超出", "不收",
                  "不支持", "不提供", "不接受", "不行", "不给", "不换", "不更换", "不补", "没有", "不办理", "不允许",
                  "不符合", "很遗憾", "遗憾的是")
 _COMMIT_ZH = ("会", "可以", "将", "能", "为您", "给您", "帮您", "办理", "提供", "补偿", "安排", "发放", "予以")
-_CLAUSE_CUTS_ZH = regex.compile(r"[，；;：:]|,(?!\d{3}(?!\d))|但是|但|不过|所以|因此|然而")  # 1,300元 is one number
+_CLAUSE_CUTS_ZH = regex.compile(r"[，；;：:]|,(?!\d{3}(?!\d))|但是|但|不过|所以|因此|然而|(?=[（(])|(?<=[）)])")  # 1,300元 is one
+# number; a bracket is an aside of its own
 _JOINS_ZH = ("或", "和", "及", "以及", "并", "也")  # "无法退款，或换货": the negation carries over
+# A clause that only names its topic ("至于换新机，这个我们办不了"; "换新机这项，...不能提供") takes the next one's refusal.
+_TOPIC_ZH = ("这项", "这一项", "这一块", "这块", "方面", "的话")
 _EXCEPT_ZH = regex.compile(r"而不是|而非|代替")
 _HEDGES_ZH = ("也许", "或许", "可能", "大概", "尽量", "争取", "看看能不能", "试着", "试试", "说不定", "不一定", "未必")
 _CONDITION_ZH = ("如果", "假如", "要是", "只要", "前提是", "除非", "倘若", "若", "只有", "条件是", "视情况")
@@ -439,9 +444,14 @@ def clauses(reply: str) -> tuple[Clause, ...]:
         # "... your money back or a new laptop, but we can't offer either": the clauses up to that one refused
         upto = max((j for j, (n, (text, _)) in enumerate(zip(negations, cut)) if n and not zh and _BOTH_EN.search(text)),
                    default=-1)
+        if zh:  # a topic clause takes the refusal of the clause after it
+            negations = [n or (j + 1 < len(cut) and negations[j + 1] and (
+                text.strip().startswith("至于") or text.rstrip().endswith(_TOPIC_ZH)))
+                for j, (n, (text, _)) in enumerate(zip(negations, cut))]
         for j, ((text, forced), negated) in enumerate(zip(cut, negations)):
             negated = j <= upto or negated or (zh and before and text.lstrip().startswith(_JOINS_ZH))
             out.append(Clause(text, negated, prose, s, "wish" if not zh and _WISH_EN.search(text) else void,
                               not zh and bool(_SUBORDINATE_EN.search(text))))
-            before = negated
+            if not text.lstrip().startswith(("(", "（")):  # an aside does not carry its negation on: "...（不收改签费），或全额退票"
+                before = negated
     return tuple(out)

@@ -391,7 +391,7 @@ def item_pitfalls(ctx: TaskContext, parsed: ParsedResponse, pen: Penalty):
     """One unit per checked pitfall item the reply falls into, and one per missed item whose miss costs one too
     (ItemVerdict.costs): an offer it owes named only in a void one (hedged, conditional on what the policy does
     not ask, counterfactual, a quotation of the policy, retracted: rubricrl.reward.prose), which misleads the
-    customer and must cost more than saying nothing of it; padding: a length limit broken by more than a quarter,
+    customer and must cost more than saying nothing of it; padding: a length limit broken by more than a fifth,
     or a sentence said again word for word (the `coherent` item passes, and costs). Each of the two costs one unit
     however many items it touches."""
     verdicts = item_verdicts(ctx, parsed)

@@ -92,7 +92,9 @@ def test_free_text_calibration_puts_gold_above_every_reply_corruption_and_passes
     for mode in ("stuffed", "negated", "refusing", "word_salad"):
         row = report["probes"][mode]
         assert row["worst_margin"] >= 3.0 and f"| {mode} | " in text, mode
-        assert row["true_metric_gold"] == 1.0 and row["true_metric"] <= 0.75, row  # the hacks' gap in tests/data
+        # the hacks' gap in tests/data: a fifth of the checklist (issue 45 gave it 3 more entries: two guards and
+        # padding; a hack's 3 failed entries are 0.21 of 14 where they were 0.27 of 11)
+        assert row["true_metric_gold"] == 1.0 and row["true_metric"] <= 0.8, row
     for extraction_only in ("field accuracy", "Price of a missed field", "null vs distractor", "faithfulness",
                             "abstaining", "| criterion | judge |"):
         assert extraction_only not in text, extraction_only
