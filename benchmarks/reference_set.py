@@ -3,9 +3,10 @@ generated tasks' probes, side by side: what issue 45 measures.
 
     python benchmarks/reference_set.py [--tasks 260] [--seed 1]
 
-Reference set: the share of good-above-failure pairs each metric orders, per failure kind with the reward's worst
-margin, the good replies scored 0, and the phi of the two metrics' errors (rubricrl.calibrate.reference.measure,
-what the rubric stage reports). Generated: every probe of rubricrl/calibrate/reply_corruptions.py on `--tasks`
+Reference set, and its held-out scenarios (rubricrl/data/reference/free_text_heldout: written after the readers
+were tuned, never tuned on): the share of good-above-failure pairs each metric orders with its 95% interval over
+scenarios, per failure kind with the reward's worst margin, the good replies scored 0, and the phi of the two
+metrics' errors (rubricrl.calibrate.reference.measure, what the rubric stage reports). Generated: every probe of rubricrl/calibrate/reply_corruptions.py on `--tasks`
 tasks of generate_replies(seed), its reward margin below gold (mean, worst) and the share whose checklist score
 falls below gold's. Results also go to metrics/reference_set.json.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rubricrl.calibrate.reference import load_reference, measure  # noqa: E402
+from rubricrl.calibrate.reference import HELDOUT_DIR, REFERENCE_DIR, load_reference, measure  # noqa: E402
 from rubricrl.calibrate.reply_corruptions import corrupt_reply  # noqa: E402
 from rubricrl.config import RubricParams  # noqa: E402
 from rubricrl.data.replies import generate_replies  # noqa: E402
@@ -51,15 +52,19 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     scorer = RubricScorer(load_rubric("free_text"))
-    ref = measure(load_reference(), scorer, RubricParams().min_margin)
-    print(f"reference set: {ref['n_replies']} replies, {ref['n_pairs']} pairs; reward orders "
-          f"{ref['reward_pair_accuracy']}, checklist {ref['checklist_pair_accuracy']}; errors {ref['errors']}; "
-          f"good replies scored 0: {ref['good_scored_zero'] or 'none'}")
-    print("| failure kind | pairs | reward orders | checklist orders | worst reward margin | under the margin |")
-    print("|---|---|---|---|---|---|")
-    for kind, row in ref["kinds"].items():
-        print(f"| {kind} | {row['pairs']} | {row['reward_accuracy']:.3f} | {row['checklist_accuracy']:.3f} | "
-              f"{row['worst_margin']} | {row['under_margin']} |")
+    found = {}
+    for name, folder in (("reference set", REFERENCE_DIR), ("held-out scenarios", HELDOUT_DIR)):
+        ref = found[name] = measure(load_reference(folder), scorer, RubricParams().min_margin)
+        print(f"{name}: {ref['n_scenarios']} scenarios, {ref['n_replies']} replies, {ref['n_pairs']} pairs; reward "
+              f"orders {ref['reward_pair_accuracy']} {ref['reward_pair_interval']}, checklist "
+              f"{ref['checklist_pair_accuracy']} {ref['checklist_pair_interval']} (95% intervals over scenarios); errors "
+              f"{ref['errors']}; good replies scored 0: {ref['good_scored_zero'] or 'none'}")
+        print("| failure kind | pairs | reward orders | checklist orders | worst reward margin | under the margin |")
+        print("|---|---|---|---|---|---|")
+        for kind, row in ref["kinds"].items():
+            print(f"| {kind} | {row['pairs']} | {row['reward_accuracy']:.3f} | {row['checklist_accuracy']:.3f} | "
+                  f"{row['worst_margin']} | {row['under_margin']} |")
+        print()
     gen = generated(scorer, args.tasks, args.seed)
     print(f"\ngenerated ({args.tasks} tasks, seed {args.seed}): gold scores at least {gen['gold_min_reward']} and "
           f"checklist {gen['gold_min_checklist']}")
@@ -70,7 +75,8 @@ def main() -> None:
               f"{row['checklist_below_gold']:.0%} |")
     out = Path("metrics/reference_set.json")
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"reference": {k: v for k, v in ref.items() if k not in ("replies", "misordered")},
+    brief = {name: {k: v for k, v in ref.items() if k not in ("replies", "misordered")} for name, ref in found.items()}
+    out.write_text(json.dumps({"reference": brief["reference set"], "heldout": brief["held-out scenarios"],
                                "generated": gen}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

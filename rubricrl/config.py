@@ -89,6 +89,19 @@ class JudgeConfig(Strict):
         return self
 
 
+def same_model(a: str | None, b: str | None) -> bool:
+    """Two model names that plausibly name one model: equal ignoring case and a trailing slash, or by their last
+    path part (Qwen/Qwen2.5-72B-Instruct and /models/qwen2.5-72b-instruct)."""
+    if not (a and b):
+        return False
+    a, b = a.strip().rstrip("/\\").lower(), b.strip().rstrip("/\\").lower()
+    return a == b or os.path.basename(a) == os.path.basename(b)
+
+
+def _same_url(a: str | None, b: str | None) -> bool:
+    return bool(a and b) and a.strip().rstrip("/").lower() == b.strip().rstrip("/").lower()
+
+
 # --- the trainers (sft, grpo sections) -------------------------------------------------------------------
 
 class LoRASettings(Strict):
@@ -326,6 +339,10 @@ class ScoringParams(Section):
     rubric: str = "json_extraction"  # a shipped rubric by name, or a YAML path
     judge: Literal["grounded", "openai"] = "grounded"  # openai: every judge criterion uses openai_judge
     openai_judge: JudgeConfig | None = None  # endpoint settings when judge is 'openai'
+    # The judge panel of the free-text checklist (rubricrl.metrics.checklist_judge): a second endpoint, serving a model
+    # other than openai_judge's, grades the checklist's fact and guard entries in eval and the GRPO hack monitor;
+    # null: the checklist's own procedure grades every entry.
+    checklist_judge: JudgeConfig | None = None
 
     @model_validator(mode="after")
     def _check(self):
@@ -333,6 +350,15 @@ class ScoringParams(Section):
             raise ValueError("openai_judge: required when judge is 'openai'")
         if self.openai_judge is not None and self.openai_judge.type != "openai":
             raise ValueError("openai_judge.type: must be 'openai'")
+        panel, reward = self.checklist_judge, self.openai_judge
+        if panel is not None:
+            if panel.type != "openai":
+                raise ValueError("checklist_judge.type: must be 'openai'")
+            if reward is not None and reward.type == "openai" and same_model(panel.model, reward.model):
+                where = " at the same endpoint" if _same_url(panel.base_url, reward.base_url) else ""
+                raise ValueError(f"checklist_judge.model: {panel.model!r} is the reward's judge "
+                                 f"(openai_judge.model {reward.model!r}{where}): the checklist is graded by another "
+                                 "model, so that the true metric does not share the reward's blind spots")
         return self
 
     def judge_config(self) -> JudgeConfig | None:
@@ -364,11 +390,11 @@ class RubricParams(Section):
     allow_gate_failures: bool = False  # explicit override: train despite failed probes (logged)
     # Free text: the reward and the checklist measured on the hand-written reference set (scenarios the generator
     # does not write, rubricrl/calibrate/reference.py): the share of its good-above-bad pairs each orders. The bars
-    # are issue 45's goal for the reward (0.97; measured 0.973 on 864 pairs) and today's level for the checklist
-    # (measured 0.921; the goal is 0.95), so that neither regresses. No good reply may score 0.
+    # are issue 45's goals: 0.97 for the reward (measured 0.973 on 864 pairs), 0.95 for the checklist (measured
+    # 0.971). No good reply may score 0.
     reference: bool = True
     reference_min_reward: float = Field(0.97, ge=0, le=1)
-    reference_min_checklist: float = Field(0.92, ge=0, le=1)
+    reference_min_checklist: float = Field(0.95, ge=0, le=1)
     seed: int = 0
 
 

@@ -11,7 +11,7 @@ from rubricrl.core.errors import ConfigError
 from rubricrl.calibrate.calibrate import Calibration, calibrate, calibration_set
 from rubricrl.calibrate.draft import add_proposals, combine, derive_rubric, free_text_draft, propose_criteria
 from rubricrl.calibrate.gate import gate_failures
-from rubricrl.calibrate.reference import load_reference, measure
+from rubricrl.calibrate.reference import HELDOUT_DIR, load_reference, measure
 from rubricrl.calibrate.section import markdown, plots, true_metric
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.reward.spec import Rubric
@@ -90,6 +90,7 @@ def run_calibration(rubric: Rubric, val: list[Task], params: Params, policy_resp
         reference_scorer = RubricScorer(cal.rubric, judge_override=params.scoring.judge_config(),
                                         policy_model=params.policy.model)
         cal.report["reference"] = measure(load_reference(), reference_scorer, cfg.min_margin)
+        cal.report["reference_heldout"] = measure(load_reference(HELDOUT_DIR), reference_scorer, cfg.min_margin)
     for cid in cal.report["weak_kept"]:
         print(f"warning: kept weak component '{cid}': {cal.report['components'][cid]['verdict']}", file=sys.stderr)
     return cal
@@ -121,6 +122,8 @@ def write_outputs(out_dir: Path, draft: Rubric, cal: Calibration, params: Params
             # The hand-written reference set (free text only).
             "reference_reward_pair_accuracy": (report.get("reference") or {}).get("reward_pair_accuracy"),
             "reference_checklist_pair_accuracy": (report.get("reference") or {}).get("checklist_pair_accuracy"),
+            "heldout_reward_pair_accuracy": (report.get("reference_heldout") or {}).get("reward_pair_accuracy"),
+            "heldout_checklist_pair_accuracy": (report.get("reference_heldout") or {}).get("checklist_pair_accuracy"),
             # The same figures with every reference hidden from the reward (the report's label_free block).
             "label_free_pairwise_accuracy": (free.get("reward") or {}).get("pairwise_accuracy"),
             "label_free_spearman_accuracy": (free.get("reward") or {}).get("spearman_accuracy"),

@@ -182,7 +182,10 @@ def _model_dir(model: str) -> str:
 
 
 def cmd_eval(args) -> None:
+    from contextlib import nullcontext
+
     from rubricrl.evaluate.task import evaluate_model
+    from rubricrl.metrics.checklist_judge import checklist_panel
     from rubricrl.reward.scoring import build_scorer
     from rubricrl.core.taskfile import load_tasks
 
@@ -199,8 +202,11 @@ def cmd_eval(args) -> None:
         else Path(model).name
     out = Path(args.out or Path(EVAL_TASK.out) / name)
     cfg = params.eval
-    metrics = evaluate_model(model, load_tasks(args.tasks), scorer, out, batch_size=cfg.batch_size,
-                             max_new_tokens=cfg.max_new_tokens, n_boot=cfg.n_boot, engine=cfg.engine)
+    # The free-text checklist graded by the judge panel (scoring.checklist_judge) when set, as the eval stage does.
+    with checklist_panel(params.scoring.checklist_judge, model) or nullcontext() as checklist_judge:
+        metrics = evaluate_model(model, load_tasks(args.tasks), scorer, out, batch_size=cfg.batch_size,
+                                 max_new_tokens=cfg.max_new_tokens, n_boot=cfg.n_boot, engine=cfg.engine,
+                                 checklist_judge=checklist_judge)
     print(f"{'part':<18}{'n':>5}{'reward':>9}{'95% CI':>18}{'acc':>7}{'null':>7}{'invent':>7}{'valid':>7}{'extra':>7}")
     nan = float("nan")
     for part, g in {"all": metrics["all"], **metrics["parts"]}.items():

@@ -66,7 +66,7 @@ CHECK_KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "regex": (("pattern",), ()),
     "not_regex": (("pattern",), ()),
     "length": ((), _LENGTH_KEYS),
-    "source_numbers": ((), ()),
+    "source_numbers": ((), ("allow",)),  # allow: numbers a reply may work out (a delay, the days of a pro-rata)
     "language": (("language",), ()),
     "ifeval": (("instruction_id",), ("kwargs",)),
     "states": ((), ("text", "value", "near", "ignore", "polarity")),
@@ -171,6 +171,11 @@ def check_problems(check: Any) -> list[str]:
         for lo, hi in (("min_chars", "max_chars"), ("min_words", "max_words")):
             if not problems and lo in check and hi in check and check[lo] > check[hi]:
                 problems.append(f".{lo}: {check[lo]} exceeds {hi} {check[hi]}")
+    elif kind == "source_numbers":
+        allow = check.get("allow", [])
+        if not isinstance(allow, list) or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in allow):
+            problems.append(".allow: must be a list of numbers")
     elif kind == "language":
         if check["language"] not in _LANGUAGES:
             problems.append(f".language: must be one of {', '.join(_LANGUAGES)}")

@@ -138,8 +138,8 @@ def check_task_row(row: Any, where: str) -> list[str]:
 
 
 REPLY_LANGUAGES = ("en", "zh")
-_CHECKLIST_KEYS = ("lang", "facts", "owed", "refused", "forbidden_numbers", "refund_allowed", "min_words",
-                   "max_words")
+_CHECKLIST_KEYS = ("lang", "facts", "owed", "refused", "forbidden_numbers", "allowed_numbers", "refund_allowed",
+                   "min_words", "max_words")
 # What a free-text checklist names (rubricrl/metrics/claims.py reads them): the remedies a policy grants or refuses,
 # and the nouns an amount attaches to.
 CHECKLIST_REMEDIES = ("refund", "replacement", "voucher", "return")
@@ -187,9 +187,10 @@ def check_checklist(sheet: Any) -> list[str]:
             if name in names:
                 problems.append(f".{key}[{i}]: {_clip(name, 80)!r} is named twice (also in {names[name]})")
             names[name] = f"{key}[{i}]"
-    forbidden = sheet.get("forbidden_numbers", [])
-    if not isinstance(forbidden, list) or not all(_is_number(x) for x in forbidden):
-        problems.append(".forbidden_numbers: must be a list of numbers")
+    for key in ("forbidden_numbers", "allowed_numbers"):
+        numbers = sheet.get(key, [])
+        if not isinstance(numbers, list) or not all(_is_number(x) for x in numbers):
+            problems.append(f".{key}: must be a list of numbers")
     if not isinstance(sheet.get("refund_allowed", True), bool):
         problems.append(".refund_allowed: must be true or false")
     for key, low in (("min_words", 0), ("max_words", 1)):

@@ -60,7 +60,7 @@ def read_mapping(path: Path, what: str) -> tuple[dict, yaml.Node | None]:
     return data, root
 
 
-def _locate(root: yaml.Node | None, loc: tuple) -> tuple[int | None, int]:
+def locate(root: yaml.Node | None, loc: tuple) -> tuple[int | None, int]:
     """(line of the deepest part of `loc` written in the tree, how many parts of it were found)."""
     node, line, depth = root, None, 0
     for part in loc:
@@ -98,7 +98,7 @@ def validation_error(err: ValidationError, data: dict, root, path: Path | None =
                 node = node[part]
             except (KeyError, IndexError, TypeError):
                 node = None
-        located = [(p, *_locate(r, loc)) for p, r in sources]
+        located = [(p, *locate(r, loc)) for p, r in sources]
         best = max(depth for _, _, depth in located)
         where, line, _ = next(s for s in reversed(located) if s[2] == best)
         msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]

@@ -17,7 +17,7 @@ from rubricrl.metrics.bootstrap import ratio_ci
 from rubricrl.core.resume import Journal
 from rubricrl.inference.generate import generate_journaled, generate_with_stats
 from rubricrl.metrics.strict import StrictCounts, summarize
-from rubricrl.metrics.true_metric import scorable, true_counts
+from rubricrl.metrics.true_metric import scorable, true_counts_each
 from rubricrl.reward.parse import Shape, parse_response
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.core.tables import table
@@ -60,7 +60,7 @@ def strict_row(c: StrictCounts | None) -> dict:
 
 
 def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: RubricScorer,
-                       n_boot: int = 1000, seed: int = 0) -> dict:
+                       n_boot: int = 1000, seed: int = 0, checklist_judge=None) -> dict:
     """Metrics of `responses` (one per task, same order), overall and per part.
 
     Returns {"all": group, "parts": {part: group}, "samples": rows, "settings": {...}}, where a
@@ -72,6 +72,8 @@ def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: 
     null_for_present_rate, invented_rate, parsed_rate, n; rubricrl.metrics.strict) with
     field_accuracy_ci, or None when no task has one.
     The bootstrap is seeded per group, so a group's CIs do not depend on which other parts exist.
+    `checklist_judge` (rubricrl.metrics.checklist_judge.ChecklistJudge, from scoring.checklist_judge): the judge
+    panel that grades the free-text checklist's facts and guards; None: the checklist's procedure alone.
     """
     tasks, responses = list(tasks), list(responses)
     if len(tasks) != len(responses):
@@ -85,13 +87,15 @@ def evaluate_responses(tasks: Sequence[Task], responses: Sequence[str], scorer: 
     comp_scores = {cid: np.array([next((c.score for c in r.components if c.id == cid), np.nan) for r in results],
                                  dtype=float) for cid in comp_ids}
     valid, clean, extra = (np.zeros(n, dtype=float) for _ in range(3))
-    counts: list[StrictCounts | None] = []
-    for i, (task, resp) in enumerate(zip(tasks, responses)):
+    gold = [i for i, task in enumerate(tasks) if scorable(task)]
+    counts: list[StrictCounts | None] = [None] * n
+    for i, c in zip(gold, true_counts_each([tasks[i] for i in gold], [responses[i] for i in gold], checklist_judge)):
+        counts[i] = c
+    for i, resp in enumerate(responses):
         parsed = parse_response(resp)
         valid[i] = parsed.obj is not None
         clean[i] = parsed.shape == Shape.CLEAN
         extra[i] = parsed.extra_chars > 0
-        counts.append(true_counts(task, resp) if scorable(task) else None)
     parts = [task_part(t) for t in tasks]
 
     def group(idx: np.ndarray) -> dict:
@@ -177,12 +181,13 @@ def samples_markdown(samples: list[dict], k: int = 20, response_chars: int = 200
 def evaluate_model(model_dir: str | Path, tasks: Sequence[Task], scorer: RubricScorer, out_dir: str | Path,
                    batch_size: int = 8, max_new_tokens: int = 256, n_samples_table: int = 20,
                    n_boot: int = 1000, seed: int = 0, engine: str = "transformers", journal: Journal | None = None,
-                   save_every: int = 32) -> dict:
+                   save_every: int = 32, checklist_judge=None) -> dict:
     """Generate greedily, evaluate, and write out_dir/{metrics.json, responses.jsonl, samples.md}.
 
     metrics.json holds the metrics without the per-response samples, plus "generation" (model_dir,
     token counts, seconds, tokens/s, truncated count); the returned dict has the samples as well. With a
     `journal`, answers are generated `save_every` tasks at a time and kept there (a rerun reads them back).
+    `checklist_judge`: as evaluate_responses.
     """
     tasks = list(tasks)
     out = Path(out_dir)
@@ -193,7 +198,7 @@ def evaluate_model(model_dir: str | Path, tasks: Sequence[Task], scorer: RubricS
     else:
         responses, stats = generate_journaled(model_dir, tasks, journal, save_every, batch_size=batch_size,
                                               max_new_tokens=max_new_tokens, desc=desc, engine=engine)
-    metrics = evaluate_responses(tasks, responses, scorer, n_boot=n_boot, seed=seed)
+    metrics = evaluate_responses(tasks, responses, scorer, n_boot=n_boot, seed=seed, checklist_judge=checklist_judge)
     metrics["generation"] = {"model_dir": str(model_dir), **stats.to_dict()}
     with output_set(out, f"{out}: another run is writing here; waiting for it") as stage:
         write_jsonl(stage / "responses.jsonl",

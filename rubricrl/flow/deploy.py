@@ -142,6 +142,10 @@ def preflight_problems(root: Path, gpus: int, installed, environ) -> list[str]:
     judge = params.scoring.judge_config()
     if judge and judge.api_key_env and not environ.get(judge.api_key_env):
         problems.append(f"{judge.api_key_env} is not set (the judge's key; {SECRET_STEP} sets it)")
+    panel = params.scoring.checklist_judge
+    if panel and panel.api_key_env and not environ.get(panel.api_key_env) and not (
+            judge and judge.api_key_env == panel.api_key_env):
+        problems.append(f"{panel.api_key_env} is not set (scoring.checklist_judge.api_key_env, the checklist judge's key)")
     return problems
 
 

@@ -48,12 +48,15 @@ def stage_order(dvc_yaml: Path | None = None) -> list[str]:
 
 def network_stages(params, stages: dict) -> set[str]:
     """Stages that call the openai judge endpoint under these params, from their dvc.yaml params keys: with
-    scoring.judge 'openai' every stage that reads scoring.openai_judge; with rubric.llm_proposals the rubric stage."""
+    scoring.judge 'openai' every stage that reads scoring.openai_judge; with rubric.llm_proposals the rubric stage;
+    with scoring.checklist_judge set every stage that reads it (the free-text checklist's judge panel)."""
     out = set()
     for name, spec in stages.items():
         keys = {k for k in spec.get("params") or [] if isinstance(k, str)}
         if keys & {"scoring", "scoring.openai_judge"} and (
                 params.scoring.judge == "openai" or (params.rubric.llm_proposals and "rubric" in keys)):
+            out.add(name)
+        if keys & {"scoring", "scoring.checklist_judge"} and params.scoring.checklist_judge is not None:
             out.add(name)
     return out
 

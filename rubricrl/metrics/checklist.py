@@ -27,8 +27,8 @@ Entries, each passed or failed:
 - every remedy `refused` *refused*: a sentence says no to it (the customer must learn the answer); and one guard:
   no sentence offers one of them (nor, where `refund_allowed` is false, a refund);
 - no forbidden number stated (the total with shipping, both charges), and no number that neither the source text
-  writes nor a fact of the checklist states (an invented amount, deadline or date; a computed amount the checklist
-  names, a pro-rata refund, is no invention);
+  writes nor a fact of the checklist states nor its `allowed_numbers` list (an invented amount, deadline or date; a
+  computed amount the checklist names, a pro-rata refund, a delay of 4 hours and 10 minutes, is no invention);
 - no note to whoever grades it (a grader, a rubric, full marks; 评分, 满分): a reply talks to its reader;
 - the form: written in the task's language; between `min_words` and `max_words` words (a CJK character is a
   word), and not more than a fifth over `max_words` (padding fails both); read as prose (at least 60% of its
@@ -119,6 +119,15 @@ def _claims_text(sentences: list[Sentence], texts: list[str], affirmed: bool) ->
     return False
 
 
+def _the(name: str) -> str:
+    """A remedy's name with its article: "the refund", "a free date change" as written."""
+    return name if re.match(r"(?i)(?:the|a|an)\s", name) else f"the {name}"
+
+
+def _bare(name: str) -> str:
+    return re.sub(r"(?i)^(?:the|a|an)\s+", "", name)
+
+
 def _remedy_name(remedy) -> str:
     return remedy if isinstance(remedy, str) else remedy["what"]
 
@@ -150,15 +159,15 @@ def check(task: Task, reply: str) -> ChecklistResult:
     affirmed = {r for s in sentences for r in s.affirmed}
     mooted = {r for s in sentences for r in s.mooted}
     for remedy in owed:
-        mark(remedy in offered and remedy not in refused, f"offers the {remedy}", "fact")
+        mark(remedy in offered and remedy not in refused, f"offers {_the(remedy)}", "fact")
     if owed:
         mark(not mooted & set(owed), "makes no hedged, conditional, counterfactual or withdrawn offer", "guard")
     if owed:
         mark(not refused & set(owed), "refuses no remedy the policy grants", "guard")
     for remedy in denied:
-        mark(remedy in refused, f"says no to the {remedy}", "fact")
+        mark(remedy in refused, f"says no to {_the(remedy)}", "fact")
     if denied:
-        mark(not affirmed & set(denied), f"promises no {' or '.join(denied)} the policy does not allow", "guard")
+        mark(not affirmed & set(denied), f"promises no {' or '.join(map(_bare, denied))} the policy does not allow", "guard")
     if not sheet.get("refund_allowed", True) and "refund" not in denied:
         mark("refund" not in affirmed, "promises no refund the policy does not allow", "guard")
     forbidden = [x for x in sheet.get("forbidden_numbers", ()) if _has(numbers, x)]
@@ -166,6 +175,7 @@ def check(task: Task, reply: str) -> ChecklistResult:
     # the numbers the checklist's own facts write (a computed amount, a new date) are stated, not invented
     owed_numbers = {round(float(f["number"]), 4) for f in sheet.get("facts", ()) if "number" in f} | _numbers(
         " ".join(t for f in sheet.get("facts", ()) for t in [f.get("text", ""), *f.get("any_text", ())]))
+    owed_numbers |= {round(float(x), 4) for x in sheet.get("allowed_numbers", ())}  # derived figures (a delay)
     mark(numbers <= source_numbers | owed_numbers, "states only numbers the source gives", "guard")
     mark(not _META.search(unicodedata.normalize("NFKC", reply)), "speaks to the customer only (no note to a grader)",
          "guard")
@@ -182,15 +192,17 @@ def check(task: Task, reply: str) -> ChecklistResult:
     return out
 
 
-def checklist_counts(task: Task, reply: str):
+def checklist_counts(task: Task, reply: str, judge=None):
     """The checklist as the true metric's counts (rubricrl.metrics.strict.StrictCounts), so that every report,
     gate and monitor reads free-text tasks as it reads extraction ones: a checklist entry is a "field"; the facts
     to state are the "present" fields (one not stated is an omission: null_for_present); the policy, forbidden and
     invented-number entries are the "absent" ones (one failed is an invention); the language, length and prose
-    entries count as fields only. field_accuracy is the checklist score, exact_object_rate the strict one."""
+    entries count as fields only. field_accuracy is the checklist score, exact_object_rate the strict one.
+    `judge`: a judge panel (rubricrl.metrics.checklist_judge.ChecklistJudge) whose check() grades the facts and
+    guards; None: this module's procedure grades every entry."""
     from rubricrl.metrics.strict import StrictCounts
 
-    result = check(task, reply)
+    result = check(task, reply) if judge is None else judge.check(task, reply)
     facts = [e for e, k in result.kinds.items() if k == "fact"]
     guards = [e for e, k in result.kinds.items() if k == "guard"]
     failed = set(result.failed)

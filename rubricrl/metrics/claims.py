@@ -16,16 +16,26 @@ Per sentence (cut after 。！？!? a line break, or a full stop before a space)
   checklist's words): a remedy word inside a negation scope is *refused*; outside
   every one it is *affirmed*, and *offered* when a prose sentence commits to it before naming it (a modal or an
   offer verb: will, can, adding, choose, ...; 会, 可以, 为您, 我们, ...; or "we refund"); one that names a thing
-  (a return label, 退货期限) or whose object is the shipping fee ("the shipping is not refunded") claims nothing;
+  (a return label, 退货期限) or whose object is the shipping fee ("the shipping is not refunded") claims nothing,
+  nor does a rule restated ("refunds are only available in the first 30 days"). What a remedy word is about
+  follows the sentence: a task's own remedy as its object ("reimburse the train tickets") or as the antecedent of
+  its pronoun object ("the train tickets ... our policy does not reimburse them") is what is given or refused; a
+  participle after a remedy is its predicate ("the full deposit cannot be released"); "either" after a verb reaches
+  back over the sentence ("... but we can't offer either"), "both" after "are" only over its own clause ("X and Y
+  are both off the table"). In Chinese a topic opened by 至于 / 关于 takes the first refusal of its sentence, and
+  不计入退款 says what a refund leaves out, not that it is refused;
 - *amounts*: each number that is not part of an identifier, with the noun it attaches to (the nearest of refund,
   voucher, shipping and days within a few words: "a refund of the item price, 132.30 EUR" is a refund, "within
-  5 business days" days) and whether it stands in a negation scope;
+  5 business days" days; an amount of money no noun claims, the one money remedy its sentence affirms: "we're
+  refunding the whole order, ..., which comes to 142.50 EUR", 1,980元会...原路退回) and whether it stands in a
+  negation scope;
 - *modality*: an offer counts only when it is made outright. A sentence whose offer is hedged (a modal of
   possibility with the shop or the matter as its subject: "we may", "it might", or perhaps, possibly, try to;
   也许, 可能, 尽量), set under a condition the shop imposes (if, unless, provided, as long as; 如果, 只要, 除非,
   ...; followed by what it asks for: a proof, a photo, an approval, a check; "if you prefer" is a choice), counterfactual (a modal followed by "have" and a past
   participle, "had you"; 本来, 本可以), or reported from the policy by no one (the policy or the terms as the
-  subject of says / states / allows ...; 规定, 条款, 政策 with no first person nor 为您 / 给您) offers nothing: its
+  subject of says / states / allows ..., a rate, warranty or contract too; no one of the shop committing before the
+  quotation or in a clause of its own after it; 规定, 条款, 政策 with no first person nor 为您 / 给您) offers nothing: its
   remedies are *mooted*. An offer a later sentence withdraws (on second thought, disregard, withdraw, correction;
   更正, 收回, 请忽略, 不作数) is mooted too;
 - the speech act: refusal, offer, apology or statement.
@@ -44,7 +54,7 @@ _TOKEN_EN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}|[A-Za-z]{1,4}-\d+|\d+(?:,\d{
 _REMEDY_EN = {
     "refund": [("refund",), ("refunds",), ("refunded",), ("refunding",), ("refundable",), ("reimburse",),
                ("reimbursed",),
-               ("reimbursement",), ("money", "back"), ("back", "on", "your"), ("back", "to", "your"),
+               ("reimbursement",), ("money", "back"), ("goes", "back"), ("back", "on", "your"), ("back", "to", "your"),
                ("credited", "back")],
     "replacement": [("replacement",), ("replacements",), ("replace",), ("replaced",), ("replacing",), ("exchange",),
                     ("exchanged",), ("new", "one")],
@@ -53,6 +63,8 @@ _REMEDY_EN = {
 }
 _THING_EN = frozenset("label labels period window policy request form address deadline process".split())
 _SHIPPING_EN = frozenset("shipping postage".split())
+_RESTRICTIONS_EN = frozenset("for if within when in to during after before available possible".split())
+_CURRENCIES_EN = frozenset("eur euro euros usd dollars gbp pounds chf cny rmb yuan".split())
 _NOUNS_EN = {"refund": frozenset("refund refunds refunded refunding reimbursement price amount charge extra "
                                   "duplicate".split()),
              "voucher": frozenset("voucher vouchers coupon".split()),
@@ -102,7 +114,8 @@ _NEGATORS_ZH = ("无法", "不能", "不予", "不会", "不可", "不再", "拒
 _AFTER_OBJECT_ZH = ("办不了", "办不到", "做不到", "超出了", "超出", "不能提供", "无法提供", "不提供", "不支持", "无法办理",
                     "不予办理", "不行")
 _TOPIC_ENDS_ZH = ("这项", "这一项", "这一块", "这块", "方面", "的话", "这个")
-_NOT_NEGATORS_ZH = ("不便", "不好意思", "不客气", "不过", "不满", "不错", "不少", "不仅", "不同", "不久", "不断")
+_NOT_NEGATORS_ZH = ("不便", "不好意思", "不客气", "不过", "不满", "不错", "不少", "不仅", "不同", "不久", "不断",
+                    "不计入")  # 不计入退款: what the refund leaves out, not a refusal
 _CLAUSE_MARKS_ZH = "，,；;：:"
 _CARRY_ZH = ("或者", "或是", "或", "以及", "及", "和", "并且", "并", "也")
 _TURNS_ZH = ("但是", "但", "不过", "然而", "所以", "因此")
@@ -201,8 +214,10 @@ _REPORTERS_EN = frozenset("says say states state allows allow entitles entitle p
 # What a condition the shop imposes asks for (prefixes): a proof, a photo, an approval, a check.
 _ASKED_EN = ("approv", "agree", "confirm", "verif", "review", "manager", "supervisor", "provid", "submit", "upload",
              "photo", "proof", "certificat", "receipt", "invoice", "evidence", "document", "inspect", "assess",
-             "eligib", "qualif")
-_RULE_NOUNS_EN = frozenset("policy policies terms rules regulation regulations".split())
+             "eligib", "qualif", "fill", "form")
+_RULE_NOUNS_EN = frozenset("policy policies terms rules regulation regulations rate tariff conditions agreement "
+                           "contract charter warranty guarantee".split())
+_THEN_EN = frozenset("so ; therefore and then".split())  # "our policy says ..., so we will": a commitment of our own
 _WITHDRAW_EN = frozenset("disregard withdraw withdrawn retract retracted rescind rescinded revoke revoked "
                          "correction".split())
 
@@ -225,9 +240,12 @@ def _moot_en(low: list[str]) -> bool:
             return True
         if w == "had" and nxt == "you":
             return True
+        # the policy quoted, and no one of the shop committing before the quotation or in a clause of its own
+        # after it ("a missing part we can supply" inside the quotation is still the policy's)
         if w in _REPORTERS_EN and any(n in _RULE_NOUNS_EN for n in low[max(0, i - 6):i]) and not any(
-                (a in ("we", "i") and (b in _AUX_EN | {"'ll"} or b.endswith("n't")))
-                or a in ("we're", "i'm", "we'll", "i'll") for a, b in zip(low, low[1:])):
+                ((a in ("we", "i") and (b in _AUX_EN | {"'ll"} or b.endswith("n't")))
+                 or a in ("we're", "i'm", "we'll", "i'll")) and (k < i or (k and low[k - 1] in _THEN_EN))
+                for k, (a, b) in enumerate(zip(low, low[1:]))):
             return True
     return False
 
@@ -285,7 +303,8 @@ def _read_en(sentence: str, remedies: dict = _REMEDY_EN) -> Sentence:
     low = [t for t, _, _ in toks]
     alpha = [w for w in words if (w[0].isalpha() and "-" not in w) or _DATE.fullmatch(w)]  # a date reads as a word
     first = next((c for c in sentence if c.isalnum()), "")
-    verb = any(w in _AUX_EN or "'" in w or (len(w) > 4 and w.endswith("ed")) or _verb_en(w) for w in words) or any(
+    verb = any(w in _AUX_EN or "'" in w or (len(w) > 4 and w.endswith("ed")) or _verb_en(w) or w in _APOLOGY_EN
+               for w in words) or any(
         low[i] in _SUBJECTS_EN and low[i + 1][0].isalpha() for i in range(len(low) - 1))
     prose = (len(words) >= 4 and (first.isupper() or first.isdigit()) and verb and len(alpha) >= 0.6 * len(words)
              and any(w in _FUNCTION_EN for w in words))
@@ -301,15 +320,39 @@ def _read_en(sentence: str, remedies: dict = _REMEDY_EN) -> Sentence:
     commits = any(w in _COMMIT_EN or w.endswith("'ll") for w in low)
     # "we can't offer either": what the sentence named before a negated either / both is refused
     either = next((k for k in range(len(low)) if negated[k] and low[k] in _BOTH_EN), len(low))
+    # ... but "X and Y are both off the table": after a verb "be", its own clause's subjects only
+    since = 0
+    if either < len(low) and either and low[either - 1] in _BE_EN:
+        since = either
+        while since > 0 and low[since - 1] not in _SCOPE_ENDS_EN and not (low[since - 1] == "," and low[since] == "and"):
+            since -= 1
     # "As you weren't given a meal voucher, we ...": a fronted reason's negation is a circumstance, not a refusal
     circumstance = low and low[0] in _SUBORDINATORS_EN and "," in low
     reason_ends = low.index(",") if circumstance else 0
+    pronouns: list[tuple[str, bool]] = []
+
+    def restricted(k: int) -> bool:
+        while k < len(low) and low[k] not in _SCOPE_ENDS_EN:
+            if low[k] == "only" and k + 1 < len(low) and low[k + 1] in _RESTRICTIONS_EN:
+                return True
+            k += 1
+        return False
+
+    def after_pronoun(k: int) -> bool:
+        return k < len(low) and low[k] in ("them", "it", "those", "these")
+
     for remedy, i, n in found:
         # "reimburse the train tickets", "release the full deposit": the object, a task's own remedy named within
         # the next 3 words, is what is given or refused, not this word's remedy; and "the joining fee can't be
         # refunded", "travel costs are not reimbursed": so is the subject of a participle.
-        if any(other != remedy and other not in _REMEDY_EN and i + n <= j <= i + n + 3
+        if any(other != remedy and other not in _REMEDY_EN and i + n <= j <= i + n + 3 and not low[j].endswith("ed")
                and not set(low[i + n:j]) & {"or", "and", ","} for other, j, _ in found):
+            continue  # (a participle after it is its predicate: "the full deposit cannot be released")
+        if after_pronoun(i + n) and any(other not in _REMEDY_EN and j < i for other, j, _ in found):
+            # "the train tickets ... our policy does not reimburse them": the object is the remedy named before
+            for other, j, _ in found:
+                if other not in _REMEDY_EN and j < i:
+                    pronouns.append((other, negated[i] or (either < len(low) and since <= i < either)))
             continue
         if low[i].endswith(("ed", "able")) and (any(
                 other != remedy and other not in _REMEDY_EN and (i - 7 <= j < i or (negated[i] and j < i))
@@ -321,9 +364,11 @@ def _read_en(sentence: str, remedies: dict = _REMEDY_EN) -> Sentence:
             continue  # a return label; the shipping is not refunded
         if i < reason_ends:
             continue
-        if negated[i] or (either < len(low) and i < either):
+        if negated[i] or (either < len(low) and since <= i < either):
             out.refused.add(remedy)
             continue
+        if restricted(i + n):
+            continue  # "refunds are only available in the first 30 days": the rule, neither given nor refused
         out.affirmed.add(remedy)
         doing = any(low[k] in ("we're", "i'm") and (low[k + 1].endswith("ing") or (
             low[k + 1] == "also" and k + 2 < i and low[k + 2].endswith("ing"))) for k in range(i - 1))
@@ -331,11 +376,23 @@ def _read_en(sentence: str, remedies: dict = _REMEDY_EN) -> Sentence:
                       or (i > 1 and low[i - 2] in ("we", "i") and low[i - 1] in ("are", "am"))
                       or (low[i].endswith("ed") and i and low[i - 1] in ("is", "are", "been", "be"))):
             (out.mooted if moot else out.offered).add(remedy)
+    for other, refused in pronouns:
+        if refused:
+            out.refused.add(other)
+            out.affirmed.discard(other)
+            out.offered.discard(other)
+    # An amount of money no noun claims belongs to the one money remedy the sentence affirms ("we're refunding the
+    # whole order, booking fee included, which comes to 142.50 EUR").
+    money = [r for r in ("refund", "voucher") if r in out.affirmed]
     for i, (t, a, b) in enumerate(toks):
         if t[0] in ",;:":
             continue
         if t[0].isdigit() and not _DATE.fullmatch(t):
-            out.amounts.append(Amount(round(float(t.replace(",", "")), 2), _attach_en(low, i), negated[i]))
+            noun = _attach_en(low, i)
+            if noun is None and len(money) == 1 and (
+                    (i + 1 < len(low) and low[i + 1] in _CURRENCIES_EN) or (a > 0 and sentence[a - 1] in "€$£")):
+                noun = money[0]
+            out.amounts.append(Amount(round(float(t.replace(",", "")), 2), noun, negated[i]))
     return out
 
 
@@ -369,8 +426,8 @@ def _scopes_en(low: list[str]) -> list[bool]:
     for i in range(len(low)):
         phrase = next((r for r in _REFUSALS_EN if tuple(low[i:i + len(r)]) == r), None)
         if phrase:
-            a = i
-            while a > 0 and low[a - 1] not in _SCOPE_ENDS_EN:
+            a = i  # back to the clause's start: a scope end, or a comma before "and" (a clause of its own)
+            while a > 0 and low[a - 1] not in _SCOPE_ENDS_EN and not (low[a - 1] == "," and low[a] == "and"):
                 a -= 1
             b = i
             while b < len(low) and low[b] not in _SCOPE_ENDS_EN:
@@ -449,8 +506,11 @@ def _scopes_zh(sentence: str) -> list[tuple[int, int]]:
                 spans.append(topic)
             topic = None
             continue
-        topic = (a0, b) if body.rstrip().endswith(_TOPIC_ENDS_ZH) or body.startswith("至于") else None
-        i = a0
+        # A topic (换新机这项，...) takes the next clause's refusal; one opened by 至于 / 关于 waits for the first
+        # refusal of its sentence (至于全额退款，餐品已经送到，这个我们这边办不了).
+        held = topic if topic is not None and sentence[topic[0]:topic[1]].lstrip().startswith(("至于", "关于")) else None
+        topic = (a0, b) if body.rstrip().endswith(_TOPIC_ENDS_ZH) or body.startswith(("至于", "关于")) else held
+        i, before = a0, len(spans)
         while i < b:
             n = _negator_at(sentence, i)
             if n:
@@ -460,6 +520,9 @@ def _scopes_zh(sentence: str) -> list[tuple[int, int]]:
                 i = end
             else:
                 i += 1
+        if held is not None and len(spans) > before:
+            spans.append(held)
+            topic = None
     return spans
 
 
@@ -506,12 +569,15 @@ def _read_zh(sentence: str, remedies: dict = _REMEDY_ZH) -> Sentence:
                     out.affirmed.add(remedy)
                     if prose and any(c in sentence[:m.start()] for c in _COMMIT_ZH):
                         (out.mooted if moot else out.offered).add(remedy)
+    money = [r for r in ("refund", "voucher") if r in out.affirmed]
     ids = [m.span() for m in _ID.finditer(sentence)]
     for m in _NUMBER.finditer(sentence):
         if any(a <= m.start() < b for a, b in ids):
             continue
-        out.amounts.append(Amount(round(float(m.group().replace(",", "")), 2), _attach_zh(sentence, m.start(), m.end()),
-                                  out.negated_at(m.start())))
+        noun = _attach_zh(sentence, m.start(), m.end())
+        if noun is None and len(money) == 1 and sentence[m.end():].lstrip().startswith(("元", "块")):
+            noun = money[0]  # 1,980元会在3至5个工作日内原路退回: the sentence's one money remedy
+        out.amounts.append(Amount(round(float(m.group().replace(",", "")), 2), noun, out.negated_at(m.start())))
     return out
 
 

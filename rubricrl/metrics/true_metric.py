@@ -4,6 +4,8 @@ alike. Shares no code with the reward."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from rubricrl.core.taskfile import FREE_TEXT, Task
 from rubricrl.metrics.checklist import checklist_counts
 from rubricrl.metrics.strict import StrictCounts, strict_counts
@@ -16,11 +18,22 @@ def scorable(task: Task) -> bool:
     return task.reference is not None
 
 
-def true_counts(task: Task, response: str) -> StrictCounts:
-    """Counts of one response; ValueError naming the task when it cannot be scored (see `scorable`)."""
+def true_counts(task: Task, response: str, checklist_judge=None) -> StrictCounts:
+    """Counts of one response; ValueError naming the task when it cannot be scored (see `scorable`).
+    `checklist_judge`: the free-text checklist's judge panel (rubricrl.metrics.checklist_judge.ChecklistJudge, built
+    from scoring.checklist_judge), which grades its fact and guard entries; None: the checklist's procedure alone."""
     if task.kind == FREE_TEXT:
-        return checklist_counts(task, response)
+        return checklist_counts(task, response, checklist_judge)
     return strict_counts(task, response)
+
+
+def true_counts_each(tasks: Sequence[Task], responses: Sequence[str], checklist_judge=None) -> list[StrictCounts]:
+    """true_counts of each (task, response); with a checklist judge (its prefetch(pairs), then check(task, reply)
+    per reply) the free-text replies are graded first, `concurrency` at a time (one call each)."""
+    tasks, responses = list(tasks), list(responses)
+    if checklist_judge is not None:
+        checklist_judge.prefetch([(t, r) for t, r in zip(tasks, responses) if t.kind == FREE_TEXT])
+    return [true_counts(t, r, checklist_judge) for t, r in zip(tasks, responses)]
 
 
 def free_text_columns(kinds) -> str:

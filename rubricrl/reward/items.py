@@ -61,7 +61,8 @@ def check_item(item: Item, reply: str, source: str = "", declared: tuple[float, 
         return ItemVerdict(item.id, item.importance, False,
                            f"reply too long to check ({len(reply)} > {MAX_REPLY_CHARS} characters)")
     kind = item.check["kind"]
-    passed, reason, *costs = (_source_numbers(reply, source, declared) if kind == "source_numbers"
+    passed, reason, *costs = (_source_numbers(reply, source, (*declared, *item.check.get("allow", ())))
+                              if kind == "source_numbers"
                               else CHECKS[kind](item.check, reply))
     return ItemVerdict(item.id, item.importance, passed, reason, costs[0] if costs else None)
 
@@ -118,30 +119,70 @@ def _not_regex(check: dict, reply: str) -> tuple[bool, str]:
     return (False, "matches the pattern") if hit else (True, "does not match the pattern")
 
 
+def _plurals(texts: list[str]) -> list[str]:
+    """An English word's plural is the same word ("refund" also reads "Refunds"); a phrase or another language is
+    read as written."""
+    out = list(texts)
+    for t in texts:
+        if regex.fullmatch(r"[A-Za-z]+", t) and not t.lower().endswith("s"):
+            out.append(t + ("es" if t.lower().endswith(("x", "ch", "sh")) else "s"))
+    return out
+
+
 def _holds(check: dict, text: str) -> bool:
     src = source_for(text)
     if "value" in check:
         return src.supports(check["value"], _VALUE_RULE)
-    return any(src.mentions(t) for t in _texts(check))
+    return any(src.mentions(t) for t in _plurals(_texts(check)))
 
 
-def _mentions(check: dict, reply: str) -> list[tuple[bool, bool, bool]]:
+# a negated verb whose object, ending the clause, is a pronoun ("does not reimburse them"; not "won't charge you for it")
+_PRONOUN_OBJECT = regex.compile(r"(?i)(?:\bnot|n't|\bcannot|\bnever)\s+(?:\w+\s+)?\w+\s+(?:them|it|those|these)\s*[.;,!]?\s*$")
+_AMOUNT = regex.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?")
+
+
+def _nearest_amount(text: str, value, near: list[str]) -> bool:
+    """The value is the amount nearest to one of the near words in the clause ("we will release the remaining
+    1,180.00 EUR of your 1,500.00 EUR deposit" releases 1,180.00, not the deposit's size)."""
+    amounts = [(m.start(), float(m.group().replace(",", ""))) for m in _AMOUNT.finditer(text)]
+    low = text.casefold()
+    spots = [m.start() for w in near for m in regex.finditer(r"(?<!\w)" + regex.escape(w.casefold()) + r"(?!\w)", low)]
+    if not amounts or not spots:
+        return True
+    target = [round(x, 4) for x in extract_numbers(str(value))]
+    return any(round(min(amounts, key=lambda a: abs(a[0] - at))[1], 4) in target for at in spots)
+
+
+def _mentions(check: dict, reply: str, nearest: bool = False) -> list[tuple[bool, bool, bool]]:
     """(negated, in a prose sentence, committed: and not hedged, conditional, counterfactual, quoted nor retracted,
     why a commitment there is void, a reason or circumstance clause) for every clause of the reply that holds the fact: its text or
-    value, one of its `near` words, none of its `ignore` words (rubricrl.reward.prose reads the clauses)."""
+    value, one of its `near` words, none of its `ignore` words (rubricrl.reward.prose reads the clauses). A clause
+    after a colon takes its near words from the clause before it ("is refunded in full: ..., 142.50 EUR in total").
+    `nearest`: a value counts only as the amount nearest to a near word (what a pitfall reads)."""
     near, ignore = check.get("near") or [], check.get("ignore") or []
-    out = []
+    out, before = [], None
+    parts = clauses(reply)
     fees = [f"{t}费" for t in (_texts(check) if "text" in check else []) if not t.endswith("费")]
-    for clause in clauses(reply):
+    for k, clause in enumerate(parts):
         text = clause.text
-        for fee in fees:  # 改签费 is a fee, not the rebooking (不收取改签费 refuses no rebooking)
-            text = text.replace(fee, "费")
+        for fee in fees:  # 改签费 is a fee, not the rebooking (不收取改签费 refuses no rebooking); 免收费用 is 免收 + 费用
+            text = regex.sub(regex.escape(fee) + "(?!用)", "费", text)
         src = source_for(text)
-        if (_holds(check, text) and (not near or any(src.mentions(w) for w in near))
-                and not any(src.mentions(w) for w in ignore)):
+        lead = before.text if before is not None and before.sentence == clause.sentence and (
+            before.text.rstrip() + ":") in clause.sentence else ""
+        before = clause
+        if (_holds(check, text) and (not near or any(src.mentions(w) for w in near) or (
+                lead and any(source_for(lead).mentions(w) for w in near)))
+                and not any(src.mentions(w) for w in ignore)
+                and not (nearest and near and "value" in check and not _nearest_amount(text, check["value"], near))):
             verbs = near or (_texts(check) if "text" in check else [])
-            committed = commits(clause.sentence, clause.text, verbs)
-            out.append((clause.negated, clause.prose, committed and clause.void is None,
+            committed = commits(clause.sentence, clause.text, verbs) or bool(
+                lead and commits(clause.sentence, lead, verbs))
+            # "The train tickets are outside the order, so our policy does not reimburse them": the negated
+            # clause after it whose object is a pronoun refuses what this one names
+            after = parts[k + 1] if k + 1 < len(parts) and parts[k + 1].sentence == clause.sentence else None
+            negated = clause.negated or bool(after and after.negated and _PRONOUN_OBJECT.search(after.text))
+            out.append((negated, clause.prose, committed and clause.void is None,
                         clause.void if committed else None, clause.subordinate))
     return out
 
@@ -171,7 +212,7 @@ def _states(check: dict, reply: str) -> tuple:
 
 
 def _not_states(check: dict, reply: str) -> tuple[bool, str]:
-    polarity, found, what = check.get("polarity", "any"), _mentions(check, reply), _what(check)
+    polarity, found, what = check.get("polarity", "any"), _mentions(check, reply, nearest=True), _what(check)
     hits = [neg for neg, _, committed, _, sub in found if polarity == "any" or (neg == (polarity == "negated") and (
         polarity != "offered" or committed) and not (neg and sub))]
     verb = {"any": "states", "affirmed": "affirms", "offered": "offers", "negated": "refuses"}[polarity]

@@ -105,7 +105,8 @@ _CONDITION_EN = regex.compile(r"\b(?:if|provided|providing|as\s+long\s+as|unless
 # "if your trip is cancelled" or "if you prefer" sets none.
 _IMPOSED_EN = regex.compile(r"\b(?:approv\w*|agree[sd]?|confirm\w*|verif\w*|review\w*|sign\w*\s+off|manager|"
                             r"supervisor|send\s+us|provide|submit\w*|upload\w*|photos?|proof|certificate|receipts?|"
-                            r"invoices?|evidence|documentation|inspect\w*|assess\w*|eligib\w*|qualif\w*)\b", regex.I)
+                            r"invoices?|evidence|documentation|inspect\w*|assess\w*|eligib\w*|qualif\w*|"
+                            r"fill\s+(?:in|out)|forms?|bank\s+details)\b", regex.I)
 _IMPOSED_ZH = ("审核", "审批", "同意", "批准", "核实", "确认", "证明", "照片", "截图", "上传", "提供", "提交", "检测", "凭证",
                "发票", "主管", "经理", "评估", "符合条件")
 _CHOICE_EN = regex.compile(r"\bif\s+(?:you|that)\s+(?:would\s+|'d\s+|’d\s+)?(?:prefer|wish|like|want|rather|choose|opt|decide|"
@@ -113,7 +114,8 @@ _CHOICE_EN = regex.compile(r"\bif\s+(?:you|that)\s+(?:would\s+|'d\s+|’d\s+)?(?
                            r"\bif\s+you\s+have\s+(?:any|further|more)\b", regex.I)
 _COUNTERFACTUAL_EN = regex.compile(r"\b(?:would|could|might|should)(?:\s+not|n['’]t)?\s+have\s+\w+|\bhad\s+you\b|"
                                    r"\bif\s+(?:you|it|the\s+\w+)\s+had\b|\bwere\s+it\s+not\b", regex.I)
-_QUOTES_EN = regex.compile(r"\b(?:policy|policies|terms|rules|regulations?|conditions)\b.{0,30}\b(?:says?|states?|"
+_QUOTES_EN = regex.compile(r"\b(?:policy|policies|terms|rules|regulations?|conditions|rate|tariff|agreement|"
+                           r"contract|charter|warranty|guarantee)\b.{0,30}\b(?:says?|states?|"
                            r"provides?|allows?|entitles?|reads?|specif(?:y|ies)|sets?\s+out|stipulates?)\b|"
                            r"\b(?:according\s+to|under|per|as\s+per)\s+(?:our|the)\s+(?:\w+\s+)?(?:policy|terms|rules)\b",
                            regex.I)
@@ -152,7 +154,7 @@ FUNCTION_ZH = ("的", "了", "您", "我们", "我", "你", "是", "在", "会",
 _NEGATIONS_ZH = ("无法", "不能", "不予", "不可", "不会", "不退", "不再", "拒绝", "恕不", "未能", "没法", "没有办法",
                  "办不了", "办不到", "做不到", "不在", "不属于", "不包括", "不含", "超出", "不收",
                  "不支持", "不提供", "不接受", "不行", "不给", "不换", "不更换", "不补", "没有", "不办理", "不允许",
-                 "不符合", "很遗憾", "遗憾的是")
+                 "不符合", "很遗憾", "遗憾的是", "办理不了", "处理不了", "安排不了", "提供不了", "不参与")
 _COMMIT_ZH = ("会", "可以", "将", "能", "为您", "给您", "帮您", "办理", "提供", "补偿", "安排", "发放", "予以")
 _CLAUSE_CUTS_ZH = regex.compile(r"[，；;：:]|,(?!\d{3}(?!\d))|但是|但|不过|所以|因此|然而|(?=[（(])|(?<=[）)])")  # 1,300元 is one
 # number; a bracket is an aside of its own
@@ -166,9 +168,9 @@ _CHOICE_ZH = ("如您需要", "如果您需要", "如果您愿意", "如您愿�
               "如果您有", "如果方便", "如您方便", "如果您选择", "如您选择", "如果您想", "如您想", "如果您要", "如您要",
               "如果选择", "若您选择", "若选择")
 _COUNTERFACTUAL_ZH = ("本来", "本可以", "本应", "要是早", "如果早", "早点", "早些")
-_QUOTES_ZH = ("政策", "规定", "条款", "规则")
+_QUOTES_ZH = ("政策", "规定", "条款", "规则", "协议", "条例", "章程", "服务承诺")
 _SPEAKER_ZH = ("我们会", "我们将", "我们已", "我们可以", "我们为您", "为您", "给您", "帮您", "我们马上", "我们立即", "您可以",
-               "您将", "我们这边会", "我们这边可以", "我会", "我将")
+               "您将", "我们这边会", "我们这边可以", "我会", "我将", "我们承诺")
 _RETRACT_ZH = ("更正", "收回", "撤回", "请忽略", "不作数", "不算数", "说错了", "再次核实后", "重新核实后", "复核", "再核对",
                "再次核对", "重新核对", "又查了", "再查了")
 
@@ -357,7 +359,7 @@ def _commits(sentence: str) -> bool:
 def commits(sentence: str, clause: str, what: list[str]) -> bool:
     """The sentence commits the shop to something: a modal or an offer verb (will, can, offer, add, issue, ...; 会,
     可以, 为您, 办理, ...), or the clause has "we" do one of `what` ("we refund", "we're refunding", "we are
-    refunding", 我们退还)."""
+    refunding", 我们退还), or its object is done in the present passive ("your order is refunded in full")."""
     if _commits(sentence):
         return True
     if is_chinese(sentence):
@@ -371,6 +373,9 @@ def commits(sentence: str, clause: str, what: list[str]) -> bool:
 
     return any((a in ("we", "i", "we're", "i'm", "we've", "i've") and does(b))
                or (a in ("we", "i") and b in ("are", "am", "have") and does(c))
+               or (a in ("is", "are", "be") and b.endswith("ed") and does(b))  # "your order is refunded in full"
+               or (a in ("we're", "i'm") and b.endswith("ing") and len(b) > 4)  # we're (also) emailing you ...
+               or (a in ("we're", "i'm") and b in ("also", "now", "already") and c.endswith("ing") and len(c) > 4)
                for a, b, c in zip(said, said[1:] + [""], said[2:] + ["", ""]))
 
 
@@ -444,9 +449,9 @@ def clauses(reply: str) -> tuple[Clause, ...]:
         # "... your money back or a new laptop, but we can't offer either": the clauses up to that one refused
         upto = max((j for j, (n, (text, _)) in enumerate(zip(negations, cut)) if n and not zh and _BOTH_EN.search(text)),
                    default=-1)
-        if zh:  # a topic clause takes the refusal of the clause after it
-            negations = [n or (j + 1 < len(cut) and negations[j + 1] and (
-                text.strip().startswith("至于") or text.rstrip().endswith(_TOPIC_ZH)))
+        if zh:  # a topic clause takes the refusal of the clause after it; one opened by 至于 / 关于, of any later one
+            negations = [n or (j + 1 < len(cut) and negations[j + 1] and text.rstrip().endswith(_TOPIC_ZH)) or (
+                text.strip().startswith(("至于", "关于")) and any(negations[j + 1:]))
                 for j, (n, (text, _)) in enumerate(zip(negations, cut))]
         for j, ((text, forced), negated) in enumerate(zip(cut, negations)):
             negated = j <= upto or negated or (zh and before and text.lstrip().startswith(_JOINS_ZH))

@@ -4,6 +4,7 @@ outputs/eval/report.md with the models and paired-differences plots."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 from rubricrl import tracking
@@ -12,6 +13,7 @@ from rubricrl.core.atomic import write_csv, write_text
 from rubricrl.core.entry import stage_main
 from rubricrl.core.resume import ResumeDir, file_digest, model_digest, tasks_digest, twins
 from rubricrl.core.taskfile import Task, load_tasks
+from rubricrl.metrics.checklist_judge import checklist_panel
 from rubricrl.reward.load import load_rubric
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.stages.base import Result
@@ -90,7 +92,9 @@ def run(params: Params) -> EvalResult:
     # Answers already generated for these settings, tasks and models are read back (a rerun after a kill).
     resume = ResumeDir("eval_task", *resume_stamp(cfg, params.scoring, tasks, MODELS))
     same = twins(MODELS)  # a model that is an earlier one (GRPO stopped on its SFT weights) reads its answers back
-    with tracking.stage_run(params.tracking, "eval_task", {"eval": cfg.model_dump()}, inputs=[DATA.test]) as run:
+    # The free-text checklist graded by the judge panel (scoring.checklist_judge) when set, else by its procedure.
+    with tracking.stage_run(params.tracking, "eval_task", {"eval": cfg.model_dump()}, inputs=[DATA.test]) as run, \
+            (checklist_panel(params.scoring.checklist_judge, params.policy.model) or nullcontext()) as checklist_judge:
         for name, model_dir in MODELS.items():
             # The base model on a stratified sub-slice: its gap to SFT is large (0.05 vs 0.42 here), so fewer
             # tasks decide it; the close comparison, GRPO - SFT, gets every task (eval.base_per_part).
@@ -102,7 +106,7 @@ def run(params: Params) -> EvalResult:
             metrics = evaluate_model(model_dir, subset, scorer, OUT / name, batch_size=cfg.batch_size,
                                      max_new_tokens=cfg.max_new_tokens, n_samples_table=cfg.samples_table,
                                      n_boot=cfg.n_boot, engine=cfg.engine, journal=resume.journal(twin),
-                                     save_every=cfg.save_every)
+                                     save_every=cfg.save_every, checklist_judge=checklist_judge)
             groups = {"all": metrics["all"], **metrics["parts"]}
             summary[name] = {part: headline(g) for part, g in groups.items()}
             samples[name] = metrics["samples"]

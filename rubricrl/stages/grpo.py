@@ -14,6 +14,7 @@ import hashlib
 import json
 import shutil
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from rubricrl import tracking
@@ -24,6 +25,7 @@ from rubricrl.core.entry import stage_main
 from rubricrl.core.resume import model_digest, tasks_digest
 from rubricrl.core.slices import stratified
 from rubricrl.core.taskfile import Task, load_tasks
+from rubricrl.metrics.checklist_judge import checklist_panel
 from rubricrl.reward.functions import RubricReward
 from rubricrl.reward.load import load_rubric
 from rubricrl.reward.scoring import RubricScorer
@@ -108,11 +110,14 @@ def run(params: Params) -> GRPOResult | None:
     scorer = RubricScorer(load_rubric(RUBRIC.rubric), judge_override=params.scoring.judge_config(),
                           policy_model=params.policy.model)
     reward = RubricReward(scorer, {t.id: t for t in tasks})
+    # The hack monitor reads the free-text checklist through the judge panel (scoring.checklist_judge) when set.
     with rank_run(main_process, lambda: tracking.stage_run(params.tracking, "grpo", {"grpo": cfg.model_dump(mode="json")},
-                                                           inputs=[DATA.train, RUBRIC.rubric])) as run:
+                                                           inputs=[DATA.train, RUBRIC.rubric])) as run, \
+            (checklist_panel(params.scoring.checklist_judge, params.policy.model) or nullcontext()) as checklist_judge:
         if overridden:
             run.set_tag("rubric.gate_override", " | ".join(overridden))
-        result = train_grpo(model_dir, tasks, OUT, cfg, reward, resume=resume, monitor_tasks=monitor_tasks)
+        result = train_grpo(model_dir, tasks, OUT, cfg, reward, resume=resume, monitor_tasks=monitor_tasks,
+                            checklist_judge=checklist_judge)
         judge_calls = sum(gather_object([sum(getattr(j, "calls", 0) for j in scorer.judges.values())]))
         if not main_process:
             return None

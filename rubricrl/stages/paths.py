@@ -93,7 +93,8 @@ class Rubric(StagePaths):
     # (grpo.start_from picks one of the two models: both are deps). Free-text tasks are drafted from the shipped
     # free_text rubric and measured on the hand-written reference set (package data, not code).
     deps: tuple[str, ...] = (DATA.train, DATA.val, SFT.model, PREPARE_MODEL.model,
-                             "rubricrl/reward/rubrics/free_text.yaml", "rubricrl/data/reference/free_text")
+                             "rubricrl/reward/rubrics/free_text.yaml", "rubricrl/data/reference/free_text",
+                             "rubricrl/data/reference/free_text_heldout")
 
 
 RUBRIC = Rubric()

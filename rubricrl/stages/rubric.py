@@ -44,6 +44,9 @@ class RubricResult(Result):
     # the hand-written free-text reference set (None without free text)
     reference_reward_pair_accuracy: float | None = None
     reference_checklist_pair_accuracy: float | None = None
+    # ... and on its held-out scenarios (rubricrl/data/reference/free_text_heldout: reported, never gated)
+    heldout_reward_pair_accuracy: float | None = None
+    heldout_checklist_pair_accuracy: float | None = None
 
 
 def run(params: Params) -> RubricResult:

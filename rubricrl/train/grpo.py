@@ -60,6 +60,7 @@ class _Run:
     monitor_decode: object
     skipped_updates: list  # steps whose non-finite update was skipped (rubricrl.train.nonfinite), over all attempts
     rollouts: dict  # what the rollouts sampled over all attempts (rubricrl.train.shared_prefill.rollout_stats)
+    checklist_judge: object = None  # the hack monitor's free-text checklist judge panel (None: its procedure)
 
     @property
     def run_dir(self) -> Path:
@@ -122,7 +123,7 @@ def micro_batch_plan(settings: GRPOSettings, model_dir: Path, rows: list[dict], 
 
 def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Path, settings: GRPOSettings,
                reward: RubricReward, callbacks: Sequence[TrainerCallback] = (), resume: bool = True,
-               monitor_tasks: Sequence[Task] = (), monitor_decode=None) -> dict:
+               monitor_tasks: Sequence[Task] = (), monitor_decode=None, checklist_judge=None) -> dict:
     """Train `model_dir` with GRPO on `train_tasks`; returns (and writes to out_dir) a result dict.
 
     resume=True continues from the newest complete checkpoint in out_dir (after a crash or a kill);
@@ -131,6 +132,8 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
     `monitor_tasks` (validation tasks with gold answers) switch on the reward-hacking monitor when
     settings.monitor.enabled; `monitor_decode` replaces its greedy decoder (tests). Null rollback windows and
     monitor.every are sized from max_steps (GRPOSettings.sized); the result's `nets` says which nets were armed.
+    `checklist_judge` (rubricrl.metrics.checklist_judge.ChecklistJudge, from scoring.checklist_judge): the judge panel
+    through which the monitor reads the free-text checklist; None: the checklist's procedure alone.
     """
     from rubricrl.train.data import rows_dataset
     from transformers import AutoTokenizer
@@ -151,7 +154,7 @@ def train_grpo(model_dir: str | Path, train_tasks: list[Task], out_dir: str | Pa
     beta = saved["beta"] if saved else settings.beta
     rollbacks = [Rollback(**r) for r in saved["rollbacks"]] if saved else []
     run = _Run(Path(model_dir), out, settings, grpo_config(settings, out / "checkpoints", beta, mix.weights),
-               rows_dataset(rows), mix, list(callbacks), list(monitor_tasks), monitor_decode, [], {})
+               rows_dataset(rows), mix, list(callbacks), list(monitor_tasks), monitor_decode, [], {}, checklist_judge)
     if run.main:
         if resume:
             remove_incomplete(run.run_dir)
@@ -221,7 +224,7 @@ def _train_with_rollbacks(run: _Run, start: Checkpoint | None, beta: float, roll
     hack = None
     if s.monitor.enabled and run.monitor_tasks:
         hack = HackMonitor(run.monitor_tasks, run.mix.reward.scorer, s.monitor, monitor, s.max_completion_length,
-                           run.monitor_decode)
+                           run.monitor_decode, run.checklist_judge)
         if start:
             hack.seed(_log_history(start))
     watchers = [hack, monitor] if hack else [monitor]

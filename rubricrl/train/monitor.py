@@ -30,7 +30,7 @@ from transformers import TrainerCallback
 
 from rubricrl.metrics.rise import describe_rise, rise, rise_mde
 from rubricrl.metrics.strict import summarize
-from rubricrl.metrics.true_metric import true_counts
+from rubricrl.metrics.true_metric import true_counts_each
 from rubricrl.reward.scoring import RubricScorer
 from rubricrl.core.taskfile import Task
 from rubricrl.train.mlflow_log import active_mlflow
@@ -75,9 +75,12 @@ class Evaluation:
         return [[r["id"], *(r[k] for k in _COUNT_KEYS)] for r in self.rows if "fields" in r]
 
 
-def evaluate(tasks: Sequence[Task], responses: Sequence[str], scorer: RubricScorer, step: int) -> Evaluation:
+def evaluate(tasks: Sequence[Task], responses: Sequence[str], scorer: RubricScorer, step: int,
+             checklist_judge=None) -> Evaluation:
+    """The reward and the true metric of one greedy evaluation; `checklist_judge` (the free-text checklist's judge
+    panel, rubricrl.metrics.checklist_judge) grades the checklist's facts and guards, None its procedure."""
     results = scorer.score_batch(list(zip(tasks, responses)))
-    counts = [true_counts(t, r) for t, r in zip(tasks, responses)]
+    counts = true_counts_each(tasks, responses, checklist_judge)
     s = summarize(counts)
     metrics = {"reward": sum(r.total for r in results) / len(results), **{k: s[k] for k in KEYS[1:]}}
     rows = [{"id": t.id, "response": r, "reward": res.total, "accuracy": c.right / c.fields if c.fields else 0.0,
@@ -151,13 +154,14 @@ class HackMonitor(TrainerCallback):
     """
 
     def __init__(self, tasks: Sequence[Task], scorer: RubricScorer, settings: HackMonitorSettings,
-                 rollback: RollbackMonitor, max_new_tokens: int, decode: Decoder | None = None):
+                 rollback: RollbackMonitor, max_new_tokens: int, decode: Decoder | None = None, checklist_judge=None):
         self.tasks = list(tasks)
         if not self.tasks or any(t.reference is None for t in self.tasks):
             raise ValueError("the hack monitor needs validation tasks with reference answers")
         if settings.every is None:
             raise ValueError("monitor.every is not sized: pass GRPOSettings.sized().monitor")
         self.scorer = scorer
+        self.checklist_judge = checklist_judge  # None: the free-text checklist's procedure grades every entry
         self.s = settings
         self.rollback = rollback
         self.max_new_tokens = settings.max_new_tokens or max_new_tokens
@@ -240,7 +244,7 @@ class HackMonitor(TrainerCallback):
     # --- trainer events -------------------------------------------------------------------
     def _evaluate(self, model, tokenizer, step: int) -> Evaluation:
         responses = self.decode(model, tokenizer, self.tasks, self.max_new_tokens)
-        return evaluate(self.tasks, responses, self.scorer, step)
+        return evaluate(self.tasks, responses, self.scorer, step, self.checklist_judge)
 
     def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
         if not self.s.enabled:

@@ -8,7 +8,9 @@ from collections import Counter
 import pytest
 
 from rubricrl.calibrate.gate import gate_failures
-from rubricrl.calibrate.reference import FAILURE_KINDS, GOOD, _phi, load_reference, measure, reference_failures
+from rubricrl.calibrate.reference import (FAILURE_KINDS, GOOD, HELDOUT_DIR, _interval, _phi, load_reference,
+                                          measure, reference_failures)
+from rubricrl.calibrate.section import reference_lines
 from rubricrl.config import RubricParams
 from rubricrl.core.errors import TaskFileError
 from rubricrl.reward.load import load_rubric
@@ -48,19 +50,52 @@ def test_the_reward_and_the_checklist_hold_the_rubric_stage_bars(report):
     assert report["reward_pair_accuracy"] >= bars.reference_min_reward, report["kinds"]
     assert report["checklist_pair_accuracy"] >= bars.reference_min_checklist, report["kinds"]
     assert reference_failures(report, bars) == []
+    assert report["kinds_under_margin"] == [], report["kinds"]  # every failure kind below every good reply by it
     assert set(report["kinds"]) == set(FAILURE_KINDS)
 
 
 def test_the_gate_fails_below_a_bar_and_names_it(report):
     strict = RubricParams(reference_min_reward=1.0, reference_min_checklist=1.0)
+    report = {**report, "reward_pair_accuracy": min(report["reward_pair_accuracy"], 0.99),
+              "checklist_pair_accuracy": min(report["checklist_pair_accuracy"], 0.99)}
     fails = reference_failures(report, strict)
     assert any("the reward orders" in f and "rubric.reference_min_reward=1.0" in f for f in fails), fails
     assert any("the checklist orders" in f and "rubric.reference_min_checklist=1.0" in f for f in fails), fails
+    close = {**report, "kinds_under_margin": ["grader"],
+             "kinds": {**report["kinds"], "grader": {**report["kinds"]["grader"], "under_margin": 2}}}
+    assert any("2 pairs of grader score less than rubric.min_margin=" in f
+               for f in reference_failures(close, RubricParams())), reference_failures(close, RubricParams())
     zero = {**report, "good_scored_zero": ["t/gold"]}
     assert any("1 good replies score 0 (t/gold)" in f for f in reference_failures(zero, RubricParams()))
     # Through the rubric stage's gate: the reference block is one of its reasons.
     base = {"probes": {}, "reward": {"spearman_accuracy": 0.9}, "reference": report}
     assert [f for f in gate_failures(base, strict) if f.startswith("reference set")] == fails
+
+
+def test_the_figures_carry_an_interval_over_scenarios(report):
+    for metric in ("reward", "checklist"):
+        lo, hi = report[f"{metric}_pair_interval"]
+        assert 0 <= lo <= report[f"{metric}_pair_accuracy"] <= hi <= 1
+    # scenarios are resampled, not pairs: one scenario of four with every pair wrong (0.75 of 40 pairs) spans 0.25
+    # to 1, where 40 independent pairs would give about 0.6 to 0.9
+    assert _interval([0, 10, 10, 10], [10, 10, 10, 10]) == [0.25, 1.0]
+    assert _interval([10, 10], [10, 10]) == [1.0, 1.0] and _interval([], []) is None
+
+
+def test_the_held_out_scenarios_are_measured_and_reported_but_never_gated():
+    held = load_reference(HELDOUT_DIR)
+    assert len(held) >= 4 and {s.task.meta["lang"] for s in held} == {"en", "zh"}
+    names = {s.task.id for s in held} & {s.task.id for s in load_reference()}
+    assert not names, names  # no scenario of the development set
+    for s in held:
+        assert set(FAILURE_KINDS) <= {r.kind for r in s.replies}, s.path
+    out = measure(held, RubricScorer(load_rubric("free_text")), RubricParams().min_margin)
+    assert out["n_pairs"] >= 4 * 3 * 16 and out["reward_pair_interval"] and out["checklist_pair_interval"]
+    text = "\n".join(reference_lines(out, heldout=True))
+    assert "held out" in text and "never gated" in text and str(out["n_pairs"]) in text
+    base = {"probes": {}, "reward": {"spearman_accuracy": 0.9}, "reference_heldout": {**out, "good_scored_zero": ["x"],
+                                                                                         "reward_pair_accuracy": 0.0}}
+    assert not [f for f in gate_failures(base, RubricParams()) if "reference" in f]
 
 
 def test_phi_is_pearson_of_two_binary_series_and_none_when_one_is_constant():

@@ -137,6 +137,9 @@ def test_retries_only_for_stages_that_call_the_judge_endpoint():
     assert default.scoring.judge == "grounded" and fp.network_stages(default, stages) == set()
     proposals = default.model_copy(update={"rubric": default.rubric.model_copy(update={"llm_proposals": True})})
     assert fp.network_stages(proposals, stages) == {"rubric"}
+    panel = default.model_copy(update={"scoring": default.scoring.model_copy(
+        update={"checklist_judge": production.scoring.checklist_judge})})  # the free-text checklist's judge panel
+    assert fp.network_stages(panel, stages) == {"grpo", "eval_task"}
 
     net, local = fp.stage_task(True), fp.stage_task(False)
     assert (net.retries, net.retry_delay_seconds, net.retry_condition_fn) == (3, [10, 20, 40], fp.transient_failure)

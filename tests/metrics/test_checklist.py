@@ -90,6 +90,65 @@ def test_amounts_attach_to_their_noun():
     assert s.amounts == [Amount(50.0, "voucher", False)]
 
 
+TICKETS = {"the train tickets": ["train tickets", "travel costs"]}
+DEPOSIT = {"the remaining deposit": ["released", "remaining deposit"], "the full deposit": ["full deposit"]}
+HINGES = {"the hinges": ["hinges", "missing part"], "a reduction": ["reduction"]}
+
+
+def test_what_a_remedy_word_is_about_follows_the_sentence():
+    # a pronoun object: the remedy named before it is refused, not the verb's own remedy
+    [s] = read("The train tickets (54.00 EUR) are outside the order, so our policy does not reimburse them.", TICKETS)
+    assert s.refused == {"the train tickets"} and "refund" not in s.refused and not s.affirmed
+    # a participle after a remedy is its predicate, not its object
+    [s] = read("The remaining 1,180.00 EUR will be released to your card; the full deposit cannot be released.",
+               DEPOSIT)
+    assert s.refused == {"the full deposit"} and s.offered == {"the remaining deposit"}
+    # "both off the table" after "are": its own clause only, not the offer in the clause before ", and"
+    [s] = read("For a missing part we can supply, we will send the part, and the full refund and the 20% "
+               "reduction are both off the table.", HINGES)
+    assert s.refused == {"refund", "a reduction"} and s.offered == {"the hinges"}
+    [s] = read("I understand you would prefer your money back, but we can't offer either.")
+    assert s.refused == {"refund"}  # after a verb, "either" still reaches back over "but"
+    # the rule restated, neither given nor refused
+    [s] = read("Refunds are only available in the first 30 days.")
+    assert not (s.offered | s.refused | s.affirmed)
+    # 至于: the topic waits for its sentence's refusal; 不计入退款 says what the refund leaves out
+    [s] = read("至于全额退款，餐品已经送到，这个我们这边办不了，请您见谅。")
+    assert s.refused == {"refund"} and not s.affirmed
+    [_, s] = read("我们会退还1,300元。已使用的月份不折现，这部分不计入退款。")
+    assert not s.refused
+
+
+def test_a_quoted_rule_offers_nothing_whoever_it_names():
+    for text in ("The Flexible Saver rate states that cancellations received later are not refunded; instead, the "
+                 "guest may move the stay once, free of charge.",
+                 "Our policy says that missing parts are sent free of charge, and that a missing part we can supply "
+                 "does not entitle the customer to a refund."):
+        [s] = read(text, HINGES)
+        assert not s.offered, text
+    [s] = read("Our policy says a cancelled event is refunded in full, so we will refund your order.")
+    assert s.offered == {"refund"}  # our own commitment after the quotation
+
+
+def test_an_amount_of_money_takes_the_one_money_remedy_of_its_sentence():
+    [s] = read("There's nothing you need to do: we're refunding the whole order TK-30952, booking fee included, "
+               "which comes to 142.50 EUR.")
+    assert Amount(142.5, "refund", False) in s.amounts
+    [s] = read("申请 KC-31946 审核通过后，1,980元会在3至5个工作日内原路退回您的支付宝。")
+    assert Amount(1980.0, "refund", False) in s.amounts
+    [s] = read("192.35 free 14 Hello days, or Because refund choose the replacement.")
+    assert Amount(192.35, None, False) in s.amounts  # no currency: no money, no noun
+
+
+def test_a_checklist_may_allow_a_derived_number(tasks):
+    task = tasks[0]
+    reply = task.reference + " That was 4 hours and 10 minutes late."
+    assert "states only numbers the source gives" in check(task, reply).failed
+    sheet = {**task.meta["checklist"], "allowed_numbers": [4, 10]}
+    allowed = dataclasses.replace(task, meta={**task.meta, "checklist": sheet})
+    assert "states only numbers the source gives" not in check(allowed, reply).failed
+
+
 def test_a_bag_of_tokens_and_shuffled_words_are_not_prose():
     assert not any(s.prose for s in read("A-18504 132.30 refund replacement sorry Hugo Dubois"))
     assert not any(s.prose for s in read("H-15910 627 退款 换货 抱歉 徐明"))

@@ -29,11 +29,12 @@ def test_free_text_reads_as_fields_omissions_and_inventions():
 
 
 def test_the_hack_monitor_reads_free_text_through_the_checklist():
-    """GRPO's hack monitor takes its true metric from true_counts (read from its source: importing the trainer would
-    load transformers), which gives a free-text reply the checklist's counts: a bag of the facts' tokens is caught."""
+    """GRPO's hack monitor takes its true metric from true_counts (through true_counts_each; read from its source:
+    importing the trainer would load transformers), which gives a free-text reply the checklist's counts: a bag of
+    the facts' tokens is caught."""
     tree = ast.parse((Path(__file__).resolve().parents[2] / "rubricrl/train/monitor.py").read_text(encoding="utf-8"))
     assert any(isinstance(n, ast.ImportFrom) and n.module == "rubricrl.metrics.true_metric"
-               and "true_counts" in {a.name for a in n.names} for n in ast.walk(tree))
+               and {"true_counts", "true_counts_each"} & {a.name for a in n.names} for n in ast.walk(tree))
     task = generate_replies(seed=4, n_train=1, n_test=0)["train"][0]
     stuffed = corrupt_reply(task)["stuffed"]
     assert true_counts(task, stuffed) == checklist_counts(task, stuffed)

@@ -249,9 +249,10 @@ def test_a_checklist_reports_every_problem_and_the_generated_ones_have_none():
     problems = check_checklist({"max_words": 0, "refund_allowed": "no", "forbidden_numbers": ["1"], "extra": 1,
                                 "facts": [{"what": "x", "any_text": []}, {"what": "y", "text": "a", "number": 1},
                                           {"what": "z", "number": 5, "noun": "price"}],
-                                "owed": ["money"], "refused": "refund", "min_words": -1})
-    assert problems == [": extra: unknown key (allowed: lang, facts, owed, refused, forbidden_numbers, refund_allowed, "
-                        "min_words, max_words)",
+                                "owed": ["money"], "refused": "refund", "min_words": -1,
+                                "allowed_numbers": ["4"]})
+    assert problems == [": extra: unknown key (allowed: lang, facts, owed, refused, forbidden_numbers, allowed_numbers, "
+                        "refund_allowed, min_words, max_words)",
                         ".facts[0].any_text: must be a non-empty list of non-empty strings",
                         ".facts[1]: must be an object with `what` (a string) and one of number, text, any_text",
                         ".facts[2].noun: a number's noun, one of refund, voucher, shipping, days",
@@ -259,7 +260,8 @@ def test_a_checklist_reports_every_problem_and_the_generated_ones_have_none():
                         "own as {what: <name>, any_text: [the words that name it]}",
                         ".refused: must be a list of remedies (a name of refund, replacement, voucher, return, or "
                         "{what: <name>, any_text: [the words that name it]})",
-                        ".forbidden_numbers: must be a list of numbers", ".refund_allowed: must be true or false",
+                        ".forbidden_numbers: must be a list of numbers", ".allowed_numbers: must be a list of numbers",
+                        ".refund_allowed: must be true or false",
                         ".min_words: must be a non-negative integer", ".max_words: must be a positive integer"]
     splits = generate_replies(seed=3, n_train=40, n_test=20)
     assert not [p for s in splits.values() for t in s for p in check_checklist(t.meta["checklist"])]

@@ -1,5 +1,6 @@
 """A judge behind any OpenAI-compatible chat endpoint (vLLM, llama.cpp server, hosted APIs), through the `openai`
-client (rubricrl.reward.judges.transport).
+client (rubricrl.reward.judges.transport). What it shares with the checklist's judge panel (the response-format
+fallback, the fence, the key's check and redaction, the error text) is rubricrl.inference.endpoint's.
 
 Each verdict is the median of up to `samples` scores (sample i sent with seed=i), stopping early when
 the first two agree. Samples are cached on disk, requests run on a bounded thread pool, transient
@@ -19,9 +20,9 @@ failure, so one verdict takes at most
 plus, once per judge with response_format auto, up to two calls (each within timeout_s) that find the format
 the server accepts. Verdicts run `concurrency` at a time.
 
-Secrets: the API key is checked when the judge is built, and every JudgeError is built by
+Secrets: the API key is checked when the judge is built (endpoint.check_api_key), and every JudgeError is built by
 OpenAIJudge._error, which redacts the key in all its spellings (and any 8+ character piece of one)
-before any text is cut.
+before any text is cut (endpoint.Redactor).
 """
 
 from __future__ import annotations
@@ -36,17 +37,16 @@ from typing import Callable, TypeVar
 
 from rubricrl.config import JudgeConfig
 from rubricrl.core.errors import ConfigError, JudgeError, JudgeUnavailable
+from rubricrl.inference.endpoint import Redactor, ResponseFormats, backoff_s, check_api_key, error_text
+from rubricrl.inference.endpoint import short as _short  # noqa: F401 (the hardening tests' import)
 from rubricrl.reward.judges.base import ItemGrades, ItemRequest, JudgeRequest, Verdict
 from rubricrl.reward.judges.cache import JudgeCache, cache_key
 from rubricrl.reward.judges.prompt import (  # noqa: F401
     build_item_messages, build_judge_messages, fence, items_schema, score_range, verdict_schema)
-from rubricrl.reward.judges.redact import Redactor, check_api_key, short as _short  # noqa: F401
 from rubricrl.reward.judges.transport import clear_deadline, openai_client, within_deadline
 from rubricrl.reward.judges.verdict import parse_item_grades, parse_verdict  # noqa: F401
 
-MAX_BACKOFF_S = 10.0
 MAX_REPLY_BYTES = 1 << 20  # a longer reply body fails the call
-MAX_DETAIL_CHARS = 16_000  # untrusted text searched for key pieces for an error message (which shows 200)
 T = TypeVar("T")
 
 
@@ -82,10 +82,7 @@ class OpenAIJudge:
                                      self._count_call)
         self._once = self._client.with_options(max_retries=0)  # until the format has been answered (module doc)
         self._cache = JudgeCache(config.cache_dir) if config.cache_dir else None
-        auto = config.response_format == "auto"
-        self._formats = ("json_schema", "json_object", "none") if auto else (config.response_format,)
-        self._fmt = 0  # index into _formats; only moves forward
-        self._fmt_ok = False  # the current format has had a 2xx answer
+        self._formats = ResponseFormats(config.response_format)
         self._lock = threading.Lock()
         self._local = threading.local()  # .calls: HTTP calls made by this thread
         self.calls = 0  # HTTP calls made, failed ones included
@@ -99,7 +96,7 @@ class OpenAIJudge:
 
     @property
     def response_format(self) -> str:
-        return self._formats[self._fmt]
+        return self._formats.current
 
     def _count_call(self) -> None:
         """Runs as each HTTP request is sent (the openai client's own retries included), in the calling thread."""
@@ -227,10 +224,9 @@ class OpenAIJudge:
         failures = unparsed = 0
         before = getattr(self._local, "calls", 0)
         while True:
-            fmt = self._fmt
-            proven = self._fmt_ok  # the openai client retries only once the format has been answered
+            fmt, proven = self._formats.state()  # the openai client retries only once the format has been answered
             # A retry after an unusable reply gets a new seed: the same seed would give the same reply.
-            body = self._body(messages, seed + 1000 * unparsed, self._formats[fmt], schema)
+            body = self._body(messages, seed + 1000 * unparsed, fmt, schema)
             retryable = backoff = True
             unavailable = True  # the endpoint did not answer usefully: transient (JudgeUnavailable)
             detail = None  # untrusted text for the error message
@@ -244,17 +240,16 @@ class OpenAIJudge:
                 retryable = not proven
             except APIStatusError as err:
                 status, data = err.status_code, err.response.content
-                if self._format_rejected(fmt, status):
+                if self._formats.rejected(fmt, status):
                     continue  # not a failure: the next format is tried at once
-                cause, detail = f"HTTP {status}", _error_text(data)
+                cause, detail = f"HTTP {status}", error_text(data)
                 retryable = unavailable = status == 429 or status >= 500  # other 4xx will not heal
                 retryable = retryable and not proven  # ... and a 429 or 5xx the openai client has retried already
             except OpenAIError as err:
                 cause, detail = f"request to {cfg.base_url} failed", f"{type(err).__name__}: {err}"
                 retryable = unavailable = False  # a malformed request or URL: no wait heals it
             else:
-                with self._lock:
-                    self._fmt_ok = self._fmt_ok or fmt == self._fmt
+                self._formats.answered(fmt)
                 try:
                     text = _reply_content(data, complete)
                 except ValueError as err:
@@ -272,7 +267,7 @@ class OpenAIJudge:
                 raise self._error(f"openai judge {cfg.model}: {what}: no verdict after {calls} attempt(s): {cause}",
                                   detail, JudgeUnavailable if unavailable else JudgeError) from None
             if backoff:
-                time.sleep(min(cfg.backoff_s * 2 ** (failures - 1), MAX_BACKOFF_S))
+                time.sleep(backoff_s(cfg.backoff_s, failures))
 
     def _calls_since(self, before: int) -> int:
         """HTTP calls this thread made since `before` (each request runs in one thread of the pool)."""
@@ -299,13 +294,11 @@ class OpenAIJudge:
         """Every JudgeError is built here: the key is redacted before text is cut, quoted or shown.
 
         detail, untrusted text (a reply, an error body), is shown as a repr() of one short line, so it can
-        neither break the line nor send terminal escapes.
+        neither break the line nor send terminal escapes (Redactor.message).
         """
-        if detail is not None:
-            message += f": {_short(self._redact(detail, keep=MAX_DETAIL_CHARS))!r}"
-        return kind(self._redact(message))
+        return kind(self._redact.message(message, detail))
 
-    def _body(self, messages: list[dict], seed: int, fmt: str, schema: dict) -> dict:
+    def _body(self, messages: list[dict], seed: int, fmt: int, schema: dict) -> dict:
         body = {
             "model": self.config.model,
             "messages": messages,
@@ -313,26 +306,10 @@ class OpenAIJudge:
             "max_tokens": self.config.max_tokens,
             "seed": seed,
         }
-        if fmt == "json_schema":
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "reply", "schema": schema, "strict": True},
-            }
-        elif fmt == "json_object":  # llama.cpp server turns the schema into a grammar
-            body["response_format"] = {"type": "json_object", "schema": schema}
+        response_format = self._formats.response_format(fmt, schema, "reply")  # fmt: an index (ResponseFormats)
+        if response_format is not None:
+            body["response_format"] = response_format
         return body
-
-    def _format_rejected(self, fmt: int, status: int) -> bool:
-        """auto mode: a server that rejects a response format gets the next one, for good (True: call again)."""
-        with self._lock:
-            if fmt < self._fmt:
-                return True  # another thread already moved on
-            # llama.cpp answers json_schema with HTTP 500, so a 5xx counts until the format has worked once.
-            rejected = status in (400, 422) or (status >= 500 and not self._fmt_ok)
-            if not rejected or fmt + 1 >= len(self._formats):
-                return False
-            self._fmt, self._fmt_ok = fmt + 1, False
-            return True
 
 
 def _grades_of(sample, ids: list[str]) -> bool:
@@ -358,13 +335,3 @@ def _reply_content(data: bytes, complete: bool) -> str:
                 dict: "an object"}.get(type(content), type(content).__name__)
         raise ValueError(f"message content is {kind}, not text")
     return content
-
-
-def _error_text(data: bytes) -> str:
-    text = data.decode("utf-8", "replace")
-    try:
-        return str(json.loads(text)["error"]["message"])
-    except (ValueError, RecursionError, KeyError, IndexError, TypeError):
-        return text
-
-

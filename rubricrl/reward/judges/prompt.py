@@ -1,18 +1,18 @@
 """What the openai judge sends: the judge prompt of one (task, response, criterion), its data fenced so it cannot
-be read as instructions, and the JSON schema of a verdict."""
+be read as instructions (fence, shared with the checklist's judge panel: rubricrl.inference.endpoint), and the JSON
+schema of a verdict."""
 
 from __future__ import annotations
 
 import json
 import math
-import re
 
 from rubricrl.core.errors import ConfigError
 from rubricrl.core.prompt import task_user_message
+from rubricrl.inference.endpoint import fence
 from rubricrl.reward.judges.base import JudgeRequest
 from rubricrl.reward.spec import Criterion
 
-FENCE_RUN = re.compile(r"\[{3,}")  # the fence markers start with "[[["; data may not contain that
 SYSTEM_RULES = (
     "You are a strict grader. You score one ANSWER against one criterion of a rubric.\n"
     "Rules:\n"
@@ -35,12 +35,6 @@ def score_range(criterion: Criterion) -> tuple[int, int]:
             f"criteria.{criterion.id}.range: a judge needs at least two integer scores in {criterion.range}"
         )
     return lo, hi
-
-
-def fence(label: str, text: str) -> str:
-    # Spacing out every run of 3+ "[" means the data can neither close nor forge a fence.
-    safe = FENCE_RUN.sub(lambda m: " ".join(m.group()), text)
-    return f"[[[BEGIN {label}]]]\n{safe}\n[[[END {label}]]]"
 
 
 def build_judge_messages(request: JudgeRequest) -> list[dict]:
