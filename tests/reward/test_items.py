@@ -294,3 +294,48 @@ def test_open_remedies_are_checked_entry_by_entry():
         ".owed[2].words: unknown key (allowed: what, any_text)",
         ".owed[3]: must be a remedy's name or an object, got int",
         ".refused[0]: 'refund' is named twice (also in owed[4])"]
+
+
+def _item(check: dict) -> Item:
+    return Item("x", "x", "essential", check)
+
+
+def test_the_reward_reads_what_the_reference_set_taught_it():
+    """The readings issue 45's reference set asked for, one reply each (rubricrl.reward.items / prose)."""
+    def holds(check, reply, source=TICKET):
+        return check_item(_item(check), reply, source).passed
+
+    refused = {"kind": "states", "text": ["refund", "replacement"], "polarity": "negated"}
+    # an item's English word reads its plural; "either" after the verb reaches back over "so"
+    assert holds(refused, "Refunds and replacements are only available in the first 30 days, so we cannot offer "
+                          "either now.")
+    # a negated verb whose object is a pronoun refuses what the clause before named (and only a direct object)
+    train = {"kind": "states", "text": ["train tickets"], "polarity": "negated"}
+    assert holds(train, "The train tickets are outside the order, so our policy does not reimburse them.")
+    assert not holds(train, "We refund the train tickets, and we won't charge you for it.")
+    # a clause after a colon takes its near words and its commitment from the clause before it
+    amount = {"kind": "states", "value": 142.5, "near": ["refund", "refunded"], "polarity": "offered"}
+    assert holds(amount, "Order TK-30952 is refunded in full: 2 x 68.00 EUR plus the 6.50 EUR fee, 142.50 EUR in "
+                         "total.", TICKET + " Total 142.50 EUR, 68.00 EUR, 6.50 EUR.")
+    # "we're also emailing you" commits
+    voucher = {"kind": "states", "text": ["meal voucher"], "polarity": "offered"}
+    assert holds(voucher, "As you weren't given one at the airport, we're also emailing you a meal voucher.")
+    # a pitfall's amount is the one nearest its word: the deposit's size is no release of it
+    full = {"kind": "not_states", "value": 1500, "near": ["release", "released"], "polarity": "affirmed"}
+    source = "Deposit 1,500.00 EUR; damage 320.00 EUR; remaining 1,180.00 EUR."
+    assert holds(full, "We will release the remaining 1,180.00 EUR of your 1,500.00 EUR deposit.", source)
+    assert not holds(full, "We will release the full 1,500.00 EUR deposit to your card.", source)
+    # a rate quoted offers nothing; 办理不了 refuses; 免收费用 is free of charge, not a fee
+    moved = {"kind": "states", "text": ["move the stay"], "polarity": "offered"}
+    assert not holds(moved, "The Flexible Saver rate states that the guest can move the stay once.")
+    assert holds({"kind": "states", "text": ["改期"], "polarity": "negated"}, "特价订单不参与改期，所以改期也办理不了。")
+    assert holds({"kind": "states", "text": ["免收"]}, "我们会为您重新预约安装，上门免收费用。")
+
+
+def test_source_numbers_allows_the_figures_a_task_names():
+    reply = "Your stay of 11 days of 30 is refunded pro rata: 16.50 EUR."
+    source = "June fee 45.00 EUR, cancelled on 19 June; pro-rata refund 16.50 EUR."
+    assert not check_item(_item({"kind": "source_numbers"}), reply, source).passed
+    assert check_item(_item({"kind": "source_numbers", "allow": [11, 30]}), reply, source).passed
+    from rubricrl.core.items import check_problems
+    assert check_problems({"kind": "source_numbers", "allow": ["11"]}) == [".allow: must be a list of numbers"]
