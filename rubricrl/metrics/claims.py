@@ -259,8 +259,7 @@ def _withdraws_en(low: list[str]) -> bool:
     return bool(set(low) & _WITHDRAW_EN) or bool(pairs & {("second", "thought"), ("scratch", "that"),
                                                          ("after", "all"), ("just", "seen"), ("just", "noticed")}) \
         or any(a == "having" and b in looked for a, b in pairs) \
-        or any(a in looked and b in ("again", "further") for a, b in zip(low, low[2:] + ["", ""])) \
-        or any(a in looked and b in ("again", "further") for a, b in pairs) \
+        or any(w in looked and {"again", "further"} & set(low[k + 1:k + 3]) for k, w in enumerate(low)) \
         or (low[:2] == ["actually", ","])
 
 

@@ -12,6 +12,7 @@ on).
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass
 
 import regex
@@ -19,7 +20,7 @@ import regex
 from rubricrl.core.items import Item
 from rubricrl.core.taskfile import compiled_pattern, timed_search
 from rubricrl.reward.grounding import FieldRule, extract_numbers, source_for
-from rubricrl.reward.grounding.numbers import word_numbers
+from rubricrl.reward.grounding.numbers import number_spans, word_numbers
 from rubricrl.reward.prose import clauses, coherence, commits
 
 MAX_REPLY_CHARS = 20_000
@@ -138,13 +139,13 @@ def _holds(check: dict, text: str) -> bool:
 
 # a negated verb whose object, ending the clause, is a pronoun ("does not reimburse them"; not "won't charge you for it")
 _PRONOUN_OBJECT = regex.compile(r"(?i)(?:\bnot|n't|\bcannot|\bnever)\s+(?:\w+\s+)?\w+\s+(?:them|it|those|these)\s*[.;,!]?\s*$")
-_AMOUNT = regex.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?")
 
 
 def _nearest_amount(text: str, value, near: list[str]) -> bool:
     """The value is the amount nearest to one of the near words in the clause ("we will release the remaining
     1,180.00 EUR of your 1,500.00 EUR deposit" releases 1,180.00, not the deposit's size)."""
-    amounts = [(m.start(), float(m.group().replace(",", ""))) for m in _AMOUNT.finditer(text)]
+    text = unicodedata.normalize("NFKC", text)
+    amounts = number_spans(text)
     low = text.casefold()
     spots = [m.start() for w in near for m in regex.finditer(r"(?<!\w)" + regex.escape(w.casefold()) + r"(?!\w)", low)]
     if not amounts or not spots:

@@ -79,6 +79,17 @@ def _cn_counts(text: str, start: int, end: int) -> bool:
     return before == "第" or not (_is_cjk(before) or _is_cjk(after))
 
 
+def number_spans(text: str) -> list[tuple[int, float]]:
+    """(offset, value) of every number written in digits in an NFKC-normalised text (separators and a decimal part
+    read as extract_numbers reads them; no multiplier applied, no Chinese numerals)."""
+    out = []
+    for m in _NUMBER.finditer(text):
+        sign, whole, frac, _ = m.groups()
+        value = float(whole.replace(",", "") + (frac or ""))
+        out.append((m.start(2), -value if sign else value))
+    return out
+
+
 def extract_numbers(text: str, chinese: bool = True) -> list[float]:
     """Every number in a text, as floats; with a multiplier both the scaled and bare value."""
     text = unicodedata.normalize("NFKC", text)
